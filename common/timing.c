@@ -1,0 +1,207 @@
+/* common/timing.c — the timing protocol described in timing.h. */
+#define _POSIX_C_SOURCE 200809L
+#include "timing.h"
+#include "device.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+fl_timing_opts fl_timing_defaults(void)
+{
+    fl_timing_opts o = {3, 30, 0, 0.0};
+    return o;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Linear interpolation between closest ranks, q in [0, 1], x sorted. */
+static double quantile(const double *x, int n, double q)
+{
+    double pos = q * (n - 1);
+    int lo = (int)floor(pos);
+    int hi = lo + 1 < n ? lo + 1 : lo;
+    double f = pos - lo;
+    return x[lo] * (1.0 - f) + x[hi] * f;
+}
+
+fl_stats fl_stats_of(double *x, int n)
+{
+    fl_stats s = {0, 0, 0, 0, 0, 0};
+    if (n <= 0) return s;
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    double sum = 0.0;
+    for (int i = 0; i < n; ++i) sum += x[i];
+    s.mean = sum / n;
+    s.min = x[0];
+    s.max = x[n - 1];
+    s.median = quantile(x, n, 0.5);
+    s.p10 = quantile(x, n, 0.1);
+    s.p90 = quantile(x, n, 0.9);
+    return s;
+}
+
+/* Launch overhead is a few microseconds per launch; a launcher that issues
+ * several kernels pays it several times, and the events see most of that.
+ * What remains after subtracting the empty-sample overhead should be close
+ * to the events' figure. Far more than that (half again, plus 20 us) means
+ * the device was busy with something the events did not bracket. */
+int fl_hidden_work(double event_us, double wall_us, double overhead_us)
+{
+    double unexplained = wall_us - overhead_us;
+    return unexplained > 1.5 * event_us + 20.0;
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+typedef struct {
+    cudaStream_t stream;
+    cudaEvent_t start, stop;
+    void *flush_buf;
+    size_t flush_bytes;
+    int *sink;
+} bench_env;
+
+static cudaError_t env_open(bench_env *e, const fl_timing_opts *o)
+{
+    memset(e, 0, sizeof *e);
+    fl_device_info info;
+    CUDA_CHECK(fl_device_query(&info));
+    e->flush_bytes = o->flush_bytes ? o->flush_bytes : 2 * info.l2_bytes;
+    if (e->flush_bytes < ((size_t)32 << 20)) e->flush_bytes = (size_t)32 << 20;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreate(&e->start));
+    CUDA_CHECK(cudaEventCreate(&e->stop));
+    CUDA_CHECK(cudaMalloc(&e->flush_buf, e->flush_bytes));
+    CUDA_CHECK(cudaMalloc((void **)&e->sink, sizeof(int)));
+    CUDA_CHECK(cudaMemset(e->flush_buf, 0x3c, e->flush_bytes));
+    return cudaSuccess;
+}
+
+static void env_close(bench_env *e)
+{
+    if (e->flush_buf) (void)cudaFree(e->flush_buf);
+    if (e->sink) (void)cudaFree(e->sink);
+    if (e->start) (void)cudaEventDestroy(e->start);
+    if (e->stop) (void)cudaEventDestroy(e->stop);
+    if (e->stream) (void)cudaStreamDestroy(e->stream);
+}
+
+/* One sample. run may be NULL (an empty sample, to measure overhead). */
+static cudaError_t sample(bench_env *e, const fl_variant *v, double *event_us,
+                          double *wall_us)
+{
+    if (v && v->prepare) CUDA_CHECK(v->prepare(v->ctx, e->stream));
+    /* Lines marked persisting would survive the flush: drop them first. */
+    CUDA_CHECK(cudaCtxResetPersistingL2Cache());
+    CUDA_CHECK(fl_l2_flush(e->flush_buf, e->flush_bytes, e->sink, e->stream));
+    CUDA_CHECK(cudaDeviceSynchronize());
+
+    double t0 = now_us();
+    CUDA_CHECK(cudaEventRecord(e->start, e->stream));
+    if (v) CUDA_CHECK(v->run(v->ctx, e->stream));
+    CUDA_CHECK(cudaEventRecord(e->stop, e->stream));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    double t1 = now_us();
+
+    float ms = 0.0f;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, e->start, e->stop));
+    *event_us = 1e3 * (double)ms;
+    *wall_us = t1 - t0;
+    return cudaSuccess;
+}
+
+static cudaError_t time_all(bench_env *e, const fl_variant *v, int nv,
+                            const fl_timing_opts *o, fl_timing *out,
+                            double *ev, double *wall, double *charged)
+{
+    int ns = o->samples;
+
+    /* Warm-up: module loading, first-touch page mapping, clocks ramping. */
+    for (int k = 0; k < nv; ++k)
+        for (int w = 0; w < o->warmup; ++w) {
+            double a, b;
+            CUDA_CHECK(sample(e, &v[k], &a, &b));
+        }
+
+    /* Host overhead of an empty sample: what the wall clock adds by itself. */
+    double *ov = ev; /* borrow the first ns slots */
+    for (int i = 0; i < ns; ++i) {
+        double a;
+        CUDA_CHECK(sample(e, NULL, &a, &ov[i]));
+    }
+    double overhead = fl_stats_of(ov, ns).median;
+
+    for (int i = 0; i < ns; ++i)
+        for (int r = 0; r < nv; ++r) {
+            int k = (i + r) % nv;
+            CUDA_CHECK(sample(e, &v[k], &ev[k * ns + i], &wall[k * ns + i]));
+        }
+
+    for (int k = 0; k < nv; ++k) {
+        fl_timing *t = &out[k];
+        double *kev = &ev[k * ns], *kwall = &wall[k * ns];
+        double *kch = &charged[k * ns];
+        for (int i = 0; i < ns; ++i) {
+            /* A sample is charged the events' time, unless the device was
+             * busy far longer than the events saw. */
+            kch[i] = fl_hidden_work(kev[i], kwall[i], overhead)
+                         ? kwall[i] - overhead
+                         : kev[i];
+        }
+        memset(t, 0, sizeof *t);
+        t->name = v[k].name;
+        t->samples = ns;
+        t->us = fl_stats_of(kch, ns);
+        t->event_median_us = fl_stats_of(kev, ns).median;
+        t->wall_median_us = fl_stats_of(kwall, ns).median;
+        t->hidden_work = fl_hidden_work(t->event_median_us, t->wall_median_us,
+                                        overhead);
+        if (t->us.median > 0.0) {
+            t->gbs = v[k].bytes / (t->us.median * 1e3);
+            t->tflops = v[k].flops / (t->us.median * 1e6);
+        }
+        if (o->ceiling_gbs > 0.0) t->pct_of_ceiling = 100.0 * t->gbs / o->ceiling_gbs;
+        t->check_ok = -1;
+        if (v[k].check) {
+            t->check_ok = v[k].check(v[k].ctx, t->check_msg, sizeof t->check_msg) ? 1 : 0;
+        }
+    }
+    return cudaSuccess;
+}
+
+cudaError_t fl_time_variants(const fl_variant *v, int nv,
+                             const fl_timing_opts *opts, fl_timing *out)
+{
+    fl_timing_opts o = opts ? *opts : fl_timing_defaults();
+    if (nv <= 0 || o.samples <= 0 || o.warmup < 0) {
+        fprintf(stderr, "fl_time_variants: need nv > 0 and samples > 0\n");
+        return cudaErrorInvalidValue;
+    }
+    size_t cells = (size_t)nv * (size_t)o.samples;
+    double *ev = calloc(cells, sizeof *ev);
+    double *wall = calloc(cells, sizeof *wall);
+    double *charged = calloc(cells, sizeof *charged);
+    bench_env e;
+    cudaError_t err = cudaErrorMemoryAllocation;
+    if (ev && wall && charged) {
+        err = env_open(&e, &o);
+        if (err == cudaSuccess) err = time_all(&e, v, nv, &o, out, ev, wall, charged);
+        env_close(&e);
+    }
+    free(ev);
+    free(wall);
+    free(charged);
+    return err;
+}

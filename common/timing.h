@@ -1,0 +1,88 @@
+/* common/timing.h — the course's one timing protocol.
+ *
+ * Every speed figure in the course (tests, benches, the grader) comes from
+ * fl_time_variants(), which does, for each sample:
+ *
+ *   prepare (untimed: e.g. poison the outputs)
+ *   flush L2: reset persisting lines, then read a buffer >= 2x the L2 size
+ *   device sync; wall clock t0
+ *   event record -> run(ctx, stream) -> event record      (on `stream`)
+ *   device sync; wall clock t1
+ *
+ * after `warmup` untimed runs of each variant. Variants are interleaved
+ * (sample i runs them in rotated order), so a baseline and a candidate see
+ * the same clocks, temperature and neighbours, and their ratio survives a
+ * noisy machine. The events time the stream the launcher was handed; the
+ * device sync and wall clock catch work the launcher hid elsewhere (another
+ * stream, the legacy default stream): when the wall clock exceeds the events
+ * by far more than launch overhead, the sample is charged the wall time and
+ * the result is flagged `hidden_work`. After the loop each variant's
+ * `check` re-verifies the output its last timed run left behind.
+ */
+#ifndef FUSIONLAB_TIMING_H
+#define FUSIONLAB_TIMING_H
+
+#include "check.h"
+
+/* Launch the work to be timed on `stream`. */
+typedef cudaError_t (*fl_run_fn)(void *ctx, cudaStream_t stream);
+/* Verify the output; return 1 if correct, else 0 with a message in msg. */
+typedef int (*fl_check_fn)(void *ctx, char *msg, size_t len);
+
+typedef struct {
+    const char *name;
+    fl_run_fn run;       /* the work to time */
+    void *ctx;
+    double bytes;        /* bytes the work must move (declared by the caller) */
+    double flops;        /* floating-point operations (0 if not meaningful) */
+    fl_run_fn prepare;   /* optional, untimed, before every sample */
+    fl_check_fn check;   /* optional, after the timed loop */
+} fl_variant;
+
+typedef struct {
+    int warmup;          /* untimed runs of each variant before sampling */
+    int samples;         /* timed samples of each variant */
+    size_t flush_bytes;  /* L2 flush read size; 0 = 2x L2 (at least 32 MiB) */
+    double ceiling_gbs;  /* > 0: also report % of this bandwidth */
+} fl_timing_opts;
+
+typedef struct {
+    double median, mean, min, max, p10, p90;
+} fl_stats;
+
+typedef struct {
+    const char *name;
+    int samples;
+    fl_stats us;            /* per-sample time in microseconds (as charged) */
+    double event_median_us; /* what the events alone saw */
+    double wall_median_us;  /* wall clock per sample, host overhead included */
+    double gbs;             /* bytes / median time, 1 GB = 1e9 B */
+    double tflops;          /* flops / median time */
+    double pct_of_ceiling;  /* 100 * gbs / ceiling_gbs, or 0 */
+    int hidden_work;        /* 1: wall clock far above the events */
+    int check_ok;           /* -1 no check given, 0 failed, 1 passed */
+    char check_msg[512];
+} fl_timing;
+
+EXTERN_C fl_timing_opts fl_timing_defaults(void);
+
+/* Time nv variants with the protocol above; out[i] describes v[i]. */
+EXTERN_C cudaError_t fl_time_variants(const fl_variant *v, int nv,
+                                      const fl_timing_opts *opts,
+                                      fl_timing *out);
+
+/* Statistics of n samples (n >= 1). Sorts x in place. Pure CPU. */
+EXTERN_C fl_stats fl_stats_of(double *x, int n);
+
+/* The hidden-work rule, exposed for the harness tests: given the medians of
+ * the events, the wall clock and the host overhead of an empty sample,
+ * decide whether work ran outside the timed stream. */
+EXTERN_C int fl_hidden_work(double event_us, double wall_us,
+                            double overhead_us);
+
+/* Read `bytes` of `buf` on `stream` so that L2 holds nothing of interest
+ * (defined in flush.cu). `sink` is one int of device memory. */
+EXTERN_C cudaError_t fl_l2_flush(const void *buf, size_t bytes, int *sink,
+                                 cudaStream_t stream);
+
+#endif /* FUSIONLAB_TIMING_H */

@@ -1,0 +1,240 @@
+/* tests/test_01_vector_add.c — lesson 01: vector add, then fused elementwise.
+ *
+ * Built twice: against lessons/01-vector-add/vector_add.cu (the student's
+ * file; `./lab check 01`) and against solutions/01-vector-add (`./lab test`).
+ *
+ *   vector_add::*         Part A, c = a + b, compared bitwise (a float add is
+ *                         exact and deterministic: there is one right answer)
+ *   fused_elementwise::*  Part B, y = (a + b) * s + c, against a double
+ *                         reference with a few float roundings of slack
+ *   baseline::*           the unfused baseline (complete; if it fails, the
+ *                         course is broken, not your kernel)
+ *   speed::*              fused vs unfused at n = 2^26
+ */
+#include "fl_test.h"
+#include "thresholds.h"
+#include "data.h"
+#include "vector_add.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+TestSuite(vector_add, .timeout = 60);
+TestSuite(fused_elementwise, .timeout = 60);
+TestSuite(baseline, .timeout = 60);
+TestSuite(speed, .timeout = 180);
+
+static const float kScale = 1.5f;
+
+/* One problem: n elements, inputs placed `offset` floats into their
+ * allocations (offset 1 makes every pointer misaligned for float4). */
+typedef struct {
+    size_t n;
+    size_t offset;
+} shape01;
+
+static shape01 kShapes[] = {
+    {1, 0}, {127, 0}, {129, 0}, {(1u << 20) + 3, 0}, {(size_t)1 << 26, 0},
+    {1000, 1}, {4097, 3},
+};
+#define N_SHAPES (sizeof kShapes / sizeof kShapes[0])
+
+typedef struct {
+    size_t n;
+    float *a, *b, *c;        /* host inputs */
+    float *got;              /* host copy of the output */
+    double *want;            /* reference */
+    float *da, *db, *dc, *dy;/* device, already offset */
+    float *dt1, *dt2;        /* baseline scratch */
+    void *alloc[6];          /* what to cudaFree */
+} problem01;
+
+static float *dev_at(problem01 *p, int slot, size_t offset)
+{
+    p->alloc[slot] = fl_test_dev_alloc((p->n + offset) * sizeof(float));
+    return (float *)p->alloc[slot] + offset;
+}
+
+static void problem_init(problem01 *p, size_t n, size_t offset, uint64_t seed)
+{
+    memset(p, 0, sizeof *p);
+    p->n = n;
+    p->a = fl_test_host_alloc(n * sizeof(float));
+    p->b = fl_test_host_alloc(n * sizeof(float));
+    p->c = fl_test_host_alloc(n * sizeof(float));
+    p->got = fl_test_host_alloc(n * sizeof(float));
+    p->want = fl_test_host_alloc(n * sizeof(double));
+    fl_fill_uniform(p->a, n, fl_seed(seed + 1), -1.0f, 1.0f);
+    fl_fill_uniform(p->b, n, fl_seed(seed + 2), -1.0f, 1.0f);
+    fl_fill_uniform(p->c, n, fl_seed(seed + 3), -1.0f, 1.0f);
+    p->da = dev_at(p, 0, offset);
+    p->db = dev_at(p, 1, offset);
+    p->dc = dev_at(p, 2, offset);
+    p->dy = dev_at(p, 3, offset);
+    p->dt1 = dev_at(p, 4, offset);
+    p->dt2 = dev_at(p, 5, offset);
+    FL_ASSERT_CUDA(fl_upload_f32(p->da, p->a, n));
+    FL_ASSERT_CUDA(fl_upload_f32(p->db, p->b, n));
+    FL_ASSERT_CUDA(fl_upload_f32(p->dc, p->c, n));
+}
+
+static void problem_free(problem01 *p)
+{
+    for (int i = 0; i < 6; ++i) (void)cudaFree(p->alloc[i]);
+    free(p->a); free(p->b); free(p->c); free(p->got); free(p->want);
+}
+
+/* Part A's reference: the float sum, exactly what IEEE float addition gives. */
+static void ref_add(problem01 *p)
+{
+    for (size_t i = 0; i < p->n; ++i) p->want[i] = (double)(p->a[i] + p->b[i]);
+}
+
+/* Part B's reference, accumulated in double. */
+static void ref_fused(problem01 *p)
+{
+    for (size_t i = 0; i < p->n; ++i)
+        p->want[i] = ((double)p->a[i] + (double)p->b[i]) * (double)kScale + (double)p->c[i];
+}
+
+static fl_compare_result check_output(problem01 *p, const char *what, double atol,
+                                      double rtol)
+{
+    FL_ASSERT_CUDA(fl_download_f32(p->got, p->dy, p->n));
+    fl_compare_opts o = fl_compare_defaults(what, atol, rtol);
+    return fl_compare_f32(p->got, p->want, p->n, &o);
+}
+
+/* ---- Part A ---------------------------------------------------------------- */
+
+ParameterizedTestParameters(vector_add, correct)
+{
+    return cr_make_param_array(shape01, kShapes, N_SHAPES);
+}
+
+ParameterizedTest(shape01 *s, vector_add, correct)
+{
+    FL_REQUIRE_GPU();
+    problem01 p;
+    problem_init(&p, s->n, s->offset, 0xA000 + s->n);
+    ref_add(&p);
+    FL_ASSERT_CUDA(fl_poison(p.dy, p.n * sizeof(float), 0));
+    FL_ASSERT_CUDA(vector_add(p.da, p.db, p.dy, p.n, 0));
+    FL_ASSERT_SYNC("vector_add");
+    fl_compare_result r = check_output(&p, "c", 0.0, 0.0);
+    cr_assert(r.n_bad == 0, "vector_add n=%zu%s: %s", s->n,
+              s->offset ? " (misaligned pointers)" : "", r.message);
+    problem_free(&p);
+}
+
+/* ---- Part B ---------------------------------------------------------------- */
+
+ParameterizedTestParameters(fused_elementwise, correct)
+{
+    return cr_make_param_array(shape01, kShapes, N_SHAPES);
+}
+
+ParameterizedTest(shape01 *s, fused_elementwise, correct)
+{
+    FL_REQUIRE_GPU();
+    problem01 p;
+    problem_init(&p, s->n, s->offset, 0xB000 + s->n);
+    ref_fused(&p);
+    FL_ASSERT_CUDA(fl_poison(p.dy, p.n * sizeof(float), 0));
+    FL_ASSERT_CUDA(fused_elementwise(p.da, p.db, p.dc, kScale, p.dy, p.n, 0));
+    FL_ASSERT_SYNC("fused_elementwise");
+    fl_compare_result r = check_output(&p, "y", L01_FUSED_ATOL, L01_FUSED_RTOL);
+    cr_assert(r.n_bad == 0, "fused_elementwise n=%zu%s: %s", s->n,
+              s->offset ? " (misaligned pointers)" : "", r.message);
+    problem_free(&p);
+}
+
+/* ---- the baseline ---------------------------------------------------------- */
+
+ParameterizedTestParameters(baseline, correct)
+{
+    return cr_make_param_array(shape01, kShapes, N_SHAPES);
+}
+
+ParameterizedTest(shape01 *s, baseline, correct)
+{
+    FL_REQUIRE_GPU();
+    problem01 p;
+    problem_init(&p, s->n, s->offset, 0xC000 + s->n);
+    ref_fused(&p);
+    FL_ASSERT_CUDA(fl_poison(p.dy, p.n * sizeof(float), 0));
+    FL_ASSERT_CUDA(unfused_elementwise(p.da, p.db, p.dc, kScale, p.dt1, p.dt2, p.dy, p.n, 0));
+    FL_ASSERT_SYNC("unfused_elementwise");
+    fl_compare_result r = check_output(&p, "y", L01_FUSED_ATOL, L01_FUSED_RTOL);
+    cr_assert(r.n_bad == 0, "unfused_elementwise n=%zu: %s", s->n, r.message);
+    problem_free(&p);
+}
+
+/* ---- speed ----------------------------------------------------------------- */
+
+static cudaError_t run_unfused(void *ctx, cudaStream_t st)
+{
+    problem01 *p = ctx;
+    return unfused_elementwise(p->da, p->db, p->dc, kScale, p->dt1, p->dt2, p->dy, p->n, st);
+}
+
+static cudaError_t run_fused(void *ctx, cudaStream_t st)
+{
+    problem01 *p = ctx;
+    return fused_elementwise(p->da, p->db, p->dc, kScale, p->dy, p->n, st);
+}
+
+static cudaError_t poison_y(void *ctx, cudaStream_t st)
+{
+    problem01 *p = ctx;
+    return fl_poison(p->dy, p->n * sizeof(float), st);
+}
+
+static int recheck(void *ctx, char *msg, size_t len)
+{
+    problem01 *p = ctx;
+    if (fl_download_f32(p->got, p->dy, p->n) != cudaSuccess) {
+        snprintf(msg, len, "could not read the output back");
+        return 0;
+    }
+    fl_compare_opts o = fl_compare_defaults("y", L01_FUSED_ATOL, L01_FUSED_RTOL);
+    fl_compare_result r = fl_compare_f32(p->got, p->want, p->n, &o);
+    snprintf(msg, len, "%s", r.message);
+    return r.n_bad == 0;
+}
+
+Test(speed, fused_vs_unfused)
+{
+    FL_REQUIRE_GPU();
+    problem01 p;
+    problem_init(&p, L01_SPEED_N, 0, 0xD000);
+    ref_fused(&p);
+
+    /* Correct first: a fast wrong kernel earns nothing. */
+    FL_ASSERT_CUDA(poison_y(&p, 0));
+    FL_ASSERT_CUDA(run_fused(&p, 0));
+    FL_ASSERT_SYNC("fused_elementwise");
+    char msg[1024];
+    cr_assert(recheck(&p, msg, sizeof msg), "fused_elementwise n=2^26: %s", msg);
+
+    /* Each variant writes its own output, poisoned before every timed
+     * sample; after the loop the harness re-checks both, so the last timed
+     * run of each must be right too. */
+    problem01 q = p;
+    q.alloc[3] = NULL;
+    q.dy = fl_test_dev_alloc(p.n * sizeof(float));
+    q.got = fl_test_host_alloc(p.n * sizeof(float));
+
+    fl_variant base = {.name = "unfused (3 kernels)", .run = run_unfused, .ctx = &q,
+                       .bytes = ELEMENTWISE_UNFUSED_BYTES(p.n), .flops = 3.0 * p.n,
+                       .prepare = poison_y, .check = recheck};
+    fl_variant fused = {.name = "fused", .run = run_fused, .ctx = &p,
+                        .bytes = ELEMENTWISE_FUSED_BYTES(p.n), .flops = 3.0 * p.n,
+                        .prepare = poison_y, .check = recheck};
+    fl_test_speed("n=2^26", &base, &fused, L01_MIN_SPEEDUP, L01_MIN_PCT_CEILING);
+
+    (void)cudaFree(q.dy);
+    free(q.got);
+    problem_free(&p);
+}

@@ -1,0 +1,356 @@
+/* tests/test_harness.c — the harness itself, on the CPU (runs in CI).
+ *
+ * The comparison and its diagnoses, the statistics and the hidden-work rule
+ * of the timing protocol, the CSV writer and the seeded inputs.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+
+#include "check.h"
+#include "compare.h"
+#include "csv.h"
+#include "data.h"
+#include "timing.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+TestSuite(compare, .timeout = 10);
+TestSuite(stats, .timeout = 10);
+TestSuite(csv, .timeout = 10);
+TestSuite(data, .timeout = 10);
+
+#define N 4096
+
+static float got[N];
+static double want[N];
+
+static float poison(void)
+{
+    float f;
+    uint32_t bits = FL_POISON_F32_BITS;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* got == want, both ramps */
+static void fill_good(size_t n)
+{
+    for (size_t i = 0; i < n; ++i) {
+        got[i] = (float)i * 0.5f;
+        want[i] = (double)i * 0.5;
+    }
+}
+
+Test(compare, all_correct_passes)
+{
+    fill_good(N);
+    fl_compare_opts o = fl_compare_defaults("y", 0, 0);
+    fl_compare_result r = fl_compare_f32(got, want, N, &o);
+    cr_assert_eq(r.n_bad, 0);
+    cr_assert_eq(r.diagnosis, FL_DIAG_NONE);
+    cr_assert_eq(r.first_bad, N);
+    cr_assert(strstr(r.message, "all 4096 elements of y") != NULL, "%s", r.message);
+}
+
+Test(compare, tolerance_is_atol_plus_rtol)
+{
+    fill_good(N);
+    got[100] = (float)(want[100] + 1e-3);           /* |want| = 50: 1e-3 < 1e-4 + 50 * 2e-5 */
+    got[200] = (float)(want[200] + 0.0030);         /* 3e-3 > 1e-4 + 100 * 2e-5 = 2.1e-3 */
+    fl_compare_opts o = fl_compare_defaults("y", 1e-4, 2e-5);
+    fl_compare_result r = fl_compare_f32(got, want, N, &o);
+    cr_assert_eq(r.n_bad, 1, "%s", r.message);
+    cr_assert_eq(r.first_bad, 200);
+    cr_assert_float_eq(r.max_abs_err, 0.003, 1e-5);
+    cr_assert_eq(r.max_err_index, 200);
+}
+
+Test(compare, nan_never_passes)
+{
+    fill_good(N);
+    got[7] = NAN;
+    fl_compare_opts o = fl_compare_defaults("y", 1e30, 1e30);
+    fl_compare_result r = fl_compare_f32(got, want, N, &o);
+    cr_assert_eq(r.n_bad, 1);
+    cr_assert_eq(r.n_nonfinite, 1);
+    cr_assert_eq(r.diagnosis, FL_DIAG_NONFINITE, "%s", fl_diagnosis_name(r.diagnosis));
+}
+
+Test(compare, matching_infinity_passes)
+{
+    fill_good(N);
+    got[3] = INFINITY;
+    want[3] = INFINITY;
+    fl_compare_opts o = fl_compare_defaults("y", 0, 0);
+    cr_assert_eq(fl_compare_f32(got, want, N, &o).n_bad, 0);
+}
+
+Test(compare, nothing_written)
+{
+    for (size_t i = 0; i < N; ++i) { got[i] = poison(); want[i] = 1.0; }
+    fl_compare_opts o = fl_compare_defaults("c", 0, 0);
+    fl_compare_result r = fl_compare_f32(got, want, N, &o);
+    cr_assert_eq(r.diagnosis, FL_DIAG_UNWRITTEN_ALL);
+    cr_assert_eq(r.n_unwritten, N);
+    cr_assert(strstr(r.message, "never written") != NULL, "%s", r.message);
+    cr_assert(strstr(r.message, "is the kernel launched") != NULL, "%s", r.message);
+}
+
+Test(compare, unwritten_tail_means_grid_too_small)
+{
+    fill_good(N);
+    for (size_t i = 4000; i < N; ++i) got[i] = poison();
+    fl_compare_opts o = fl_compare_defaults("c", 0, 0);
+    fl_compare_result r = fl_compare_f32(got, want, N, &o);
+    cr_assert_eq(r.diagnosis, FL_DIAG_UNWRITTEN_TAIL, "%s", fl_diagnosis_name(r.diagnosis));
+    cr_assert_eq(r.first_bad, 4000);
+    cr_assert_eq(r.n_bad, 96);
+    cr_assert(strstr(r.message, "index 4000") != NULL, "%s", r.message);
+    cr_assert(strstr(r.message, "CEIL_DIV") != NULL, "%s", r.message);
+}
+
+Test(compare, holes_are_not_a_tail)
+{
+    fill_good(N);
+    for (size_t i = 0; i < N; i += 2) got[i] = poison();
+    fl_compare_opts o = fl_compare_defaults("c", 0, 0);
+    fl_compare_result r = fl_compare_f32(got, want, N, &o);
+    cr_assert_eq(r.diagnosis, FL_DIAG_UNWRITTEN_SOME, "%s", fl_diagnosis_name(r.diagnosis));
+}
+
+Test(compare, wrong_tail_means_bounds)
+{
+    fill_good(N);
+    got[N - 1] += 1.0f; /* the leftover element after the last float4 */
+    got[N - 3] += 1.0f;
+    fl_compare_opts o = fl_compare_defaults("c", 0, 0);
+    fl_compare_result r = fl_compare_f32(got, want, N, &o);
+    cr_assert_eq(r.diagnosis, FL_DIAG_TAIL, "%s", fl_diagnosis_name(r.diagnosis));
+    cr_assert(strstr(r.message, "bounds") != NULL, "%s", r.message);
+}
+
+Test(compare, end_of_each_row_wrong)
+{
+    fill_good(N); /* 32 rows of 128 */
+    for (size_t row = 0; row < 32; ++row) got[row * 128 + 127] += 1.0f;
+    fl_compare_opts o = fl_compare_defaults("out", 0, 0);
+    o.cols = 128;
+    fl_compare_result r = fl_compare_f32(got, want, N, &o);
+    cr_assert_eq(r.diagnosis, FL_DIAG_TAIL, "%s", fl_diagnosis_name(r.diagnosis));
+    cr_assert(strstr(r.message, "row 0 col 127") != NULL, "%s", r.message);
+    cr_assert(strstr(r.message, "end of each row") != NULL, "%s", r.message);
+}
+
+Test(compare, nonfinite_where_inputs_large_is_overflow)
+{
+    static float mag[N];
+    fill_good(N);
+    for (size_t i = 0; i < N; ++i) mag[i] = (i / 128) % 2 ? 150.0f : 3.0f;
+    for (size_t i = 0; i < N; ++i)
+        if (mag[i] > 100.0f) got[i] = NAN;
+    fl_compare_opts o = fl_compare_defaults("out", 1e-6, 1e-5);
+    o.cols = 128;
+    o.magnitude = mag;
+    o.overflow_above = 80.0;
+    o.overflow_hint = "rows with large values overflow: subtract the row max";
+    fl_compare_result r = fl_compare_f32(got, want, N, &o);
+    cr_assert_eq(r.diagnosis, FL_DIAG_OVERFLOW, "%s", fl_diagnosis_name(r.diagnosis));
+    cr_assert(strstr(r.message, "subtract the row max") != NULL, "%s", r.message);
+    cr_assert(strstr(r.message, "row 1 col 0") != NULL, "%s", r.message);
+}
+
+Test(compare, nonfinite_where_inputs_small_is_not_overflow)
+{
+    static float mag[N];
+    fill_good(N);
+    for (size_t i = 0; i < N; ++i) mag[i] = 1.0f;
+    got[10] = INFINITY;
+    fl_compare_opts o = fl_compare_defaults("out", 1e-6, 1e-5);
+    o.magnitude = mag;
+    o.overflow_above = 80.0;
+    fl_compare_result r = fl_compare_f32(got, want, N, &o);
+    cr_assert_eq(r.diagnosis, FL_DIAG_NONFINITE, "%s", fl_diagnosis_name(r.diagnosis));
+}
+
+Test(compare, wrong_everywhere)
+{
+    fill_good(N);
+    for (size_t i = 0; i < N; ++i) got[i] = (float)(want[i] * 2.0 + 1.0);
+    fl_compare_opts o = fl_compare_defaults("y", 1e-6, 1e-6);
+    fl_compare_result r = fl_compare_f32(got, want, N, &o);
+    cr_assert_eq(r.diagnosis, FL_DIAG_WRONG);
+    cr_assert_eq(r.n_bad, N);
+    cr_assert(strstr(r.message, "got 1, want 0") != NULL, "%s", r.message);
+}
+
+Test(compare, runs_that_differ_are_a_race)
+{
+    static float run2[N];
+    fill_good(N);
+    memcpy(run2, got, sizeof got);
+    run2[1234] = nextafterf(run2[1234], 1e9f);
+    fl_compare_opts o = fl_compare_defaults("out", 0, 0);
+    o.cols = 1024;
+    fl_compare_result r = fl_compare_runs_f32(got, run2, N, &o);
+    cr_assert_eq(r.diagnosis, FL_DIAG_RACE);
+    cr_assert_eq(r.n_bad, 1);
+    cr_assert(strstr(r.message, "row 1 col 210") != NULL, "%s", r.message);
+    cr_assert(strstr(r.message, "__syncthreads") != NULL, "%s", r.message);
+    cr_assert_eq(fl_compare_runs_f32(got, got, N, &o).n_bad, 0);
+}
+
+Test(compare, poison_pattern)
+{
+    cr_assert(fl_is_poison_f32(poison()));
+    cr_assert(!fl_is_poison_f32(NAN));
+    cr_assert(!fl_is_poison_f32(0.0f));
+    cr_assert(isnan(poison()), "the poison must be a NaN so no tolerance accepts it");
+}
+
+/* ---- statistics and the timing rules --------------------------------------- */
+
+Test(stats, median_odd_and_even)
+{
+    double a[] = {5, 1, 4, 2, 3};
+    fl_stats s = fl_stats_of(a, 5);
+    cr_assert_float_eq(s.median, 3.0, 1e-12);
+    cr_assert_float_eq(s.min, 1.0, 1e-12);
+    cr_assert_float_eq(s.max, 5.0, 1e-12);
+    cr_assert_float_eq(s.mean, 3.0, 1e-12);
+    double b[] = {4, 1, 3, 2};
+    cr_assert_float_eq(fl_stats_of(b, 4).median, 2.5, 1e-12);
+}
+
+Test(stats, quantiles_interpolate)
+{
+    double x[11];
+    for (int i = 0; i < 11; ++i) x[i] = 10.0 * (10 - i); /* 100 .. 0 */
+    fl_stats s = fl_stats_of(x, 11);
+    cr_assert_float_eq(s.p10, 10.0, 1e-12);
+    cr_assert_float_eq(s.p90, 90.0, 1e-12);
+    double one[] = {7};
+    s = fl_stats_of(one, 1);
+    cr_assert_float_eq(s.median, 7.0, 1e-12);
+    cr_assert_float_eq(s.p90, 7.0, 1e-12);
+}
+
+Test(stats, median_ignores_outliers)
+{
+    double x[31];
+    for (int i = 0; i < 31; ++i) x[i] = 100.0 + (i % 3);
+    x[4] = 1e6; /* one sample hit by a context switch */
+    cr_assert_float_eq(fl_stats_of(x, 31).median, 101.0, 1e-12);
+}
+
+Test(stats, hidden_work_rule)
+{
+    /* launch overhead only: honest */
+    cr_assert(!fl_hidden_work(500.0, 515.0, 12.0));
+    cr_assert(!fl_hidden_work(3.0, 25.0, 12.0));
+    /* the events saw 2 us but the device was busy for 500 us: hidden */
+    cr_assert(fl_hidden_work(2.0, 512.0, 12.0));
+}
+
+/* ---- CSV ------------------------------------------------------------------- */
+
+Test(csv, field_count_honours_quotes)
+{
+    cr_assert_eq(fl_csv_count_fields("a,b,c"), 3);
+    cr_assert_eq(fl_csv_count_fields("\"x,y\",b"), 2);
+    cr_assert_eq(fl_csv_count_fields("\"say \"\"hi\"\", ok\",2"), 2);
+    cr_assert_eq(fl_csv_count_fields(""), 1);
+}
+
+Test(csv, quote_only_when_needed)
+{
+    char out[64];
+    cr_assert_eq(fl_csv_quote("NVIDIA H100 80GB HBM3", out, sizeof out), 0);
+    cr_assert_str_eq(out, "NVIDIA H100 80GB HBM3");
+    cr_assert_eq(fl_csv_quote("a,b", out, sizeof out), 0);
+    cr_assert_str_eq(out, "\"a,b\"");
+    cr_assert_eq(fl_csv_quote("say \"hi\"", out, sizeof out), 0);
+    cr_assert_str_eq(out, "\"say \"\"hi\"\"\"");
+    cr_assert_eq(fl_csv_quote("a,b", out, 4), -1);
+}
+
+Test(csv, writes_header_and_rows_and_refuses_bad_rows)
+{
+    char path[] = "/tmp/fl_csv_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    fl_csv *c = fl_csv_open(path, "n,unfused_us,fused_us");
+    cr_assert_not_null(c);
+    cr_assert_eq(fl_csv_row(c, "%d,%.1f,%.1f", 4096, 12.5, 6.5), 0);
+    cr_assert_eq(fl_csv_row(c, "%d,%.1f", 1, 2.0), -1, "a short row must be refused");
+    cr_assert_eq(fl_csv_close(c), 0);
+
+    FILE *f = fopen(path, "r");
+    char buf[256] = {0};
+    size_t got_n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    remove(path);
+    cr_assert(got_n > 0);
+    cr_assert_str_eq(buf, "n,unfused_us,fused_us\n4096,12.5,6.5\n");
+}
+
+Test(csv, unwritable_path_is_an_error_not_a_crash)
+{
+    cr_assert_null(fl_csv_open("/nonexistent-dir/x.csv", "a"));
+}
+
+/* ---- data ------------------------------------------------------------------ */
+
+Test(data, same_seed_same_inputs)
+{
+    static float x[1000], y[1000];
+    fl_fill_uniform(x, 1000, 42, -1.0f, 1.0f);
+    fl_fill_uniform(y, 1000, 42, -1.0f, 1.0f);
+    cr_assert_arr_eq(x, y, sizeof x);
+    fl_fill_uniform(y, 1000, 43, -1.0f, 1.0f);
+    cr_assert(memcmp(x, y, sizeof x) != 0);
+    for (int i = 0; i < 1000; ++i) cr_assert(x[i] >= -1.0f && x[i] < 1.0f);
+}
+
+Test(data, normal_has_the_asked_mean_and_spread)
+{
+    size_t n = 200000;
+    float *x = malloc(n * sizeof *x);
+    fl_fill_normal(x, n, 7, -2.3f, 0.5f);
+    double s = 0, s2 = 0;
+    for (size_t i = 0; i < n; ++i) s += x[i];
+    double mean = s / n;
+    for (size_t i = 0; i < n; ++i) s2 += (x[i] - mean) * (x[i] - mean);
+    double sd = sqrt(s2 / (n - 1));
+    free(x);
+    cr_assert(fabs(mean + 2.3) < 0.01, "mean %f", mean);
+    cr_assert(fabs(sd - 0.5) < 0.01, "std %f", sd);
+}
+
+Test(data, grade_seed_changes_inputs)
+{
+    unsetenv("FUSIONLAB_GRADE_SEED");
+    uint64_t plain = fl_seed(5);
+    cr_assert_eq(plain, 5);
+    setenv("FUSIONLAB_GRADE_SEED", "spring-2027", 1);
+    uint64_t a = fl_seed(5), b = fl_seed(5);
+    setenv("FUSIONLAB_GRADE_SEED", "spring-2028", 1);
+    uint64_t c = fl_seed(5);
+    unsetenv("FUSIONLAB_GRADE_SEED");
+    cr_assert_eq(a, b, "the same secret must give the same inputs");
+    cr_assert_neq(a, plain);
+    cr_assert_neq(a, c);
+}
+
+Test(data, ceil_div)
+{
+    cr_assert_eq(CEIL_DIV(0, 256), 0);
+    cr_assert_eq(CEIL_DIV(1, 256), 1);
+    cr_assert_eq(CEIL_DIV(256, 256), 1);
+    cr_assert_eq(CEIL_DIV(257, 256), 2);
+    cr_assert_eq(CEIL_DIV((size_t)1 << 40, (size_t)256), (size_t)1 << 32);
+}

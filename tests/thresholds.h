@@ -1,0 +1,18 @@
+/* tests/thresholds.h — every pass mark of the course, in one place.
+ *
+ * These are the students' thresholds: a correct kernel written with the
+ * lesson's ideas passes them on any recent NVIDIA GPU. The worked solutions'
+ * own targets are higher and live in the lesson READMEs and benches.
+ * Students may read this file; the grader always uses the course's copy.
+ */
+#ifndef FUSIONLAB_THRESHOLDS_H
+#define FUSIONLAB_THRESHOLDS_H
+
+/* ---- lesson 01: vector add -> fused elementwise ---------------------------- */
+#define L01_SPEED_N ((size_t)1 << 26)     /* 64 Mi elements, 256 MiB per array */
+#define L01_MIN_SPEEDUP 1.6               /* fused vs unfused (bytes say 2.0x) */
+#define L01_MIN_PCT_CEILING 60.0          /* fused, % of measured copy GB/s */
+#define L01_FUSED_ATOL 4e-6               /* |y - ref| <= atol + rtol |ref|: a */
+#define L01_FUSED_RTOL 1e-6               /* few float32 roundings of |y| <= 4 */
+
+#endif /* FUSIONLAB_THRESHOLDS_H */
