@@ -3,9 +3,9 @@
  * Built twice: against lessons/01-vector-add/vector_add.cu (the student's
  * file; `./lab check 01`) and against solutions/01-vector-add (`./lab test`).
  *
- *   vector_add::*         Part A, c = a + b, compared bitwise (a float add is
+ *   A_vector_add::*       Part A, c = a + b, compared bitwise (a float add is
  *                         exact and deterministic: there is one right answer)
- *   fused_elementwise::*  Part B, y = (a + b) * s + c, against a double
+ *   B_fused_elementwise::* Part B, y = (a + b) * s + c, against a double
  *                         reference with a few float roundings of slack
  *   baseline::*           the unfused baseline (complete; if it fails, the
  *                         course is broken, not your kernel)
@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-TestSuite(vector_add, .timeout = 60);
-TestSuite(fused_elementwise, .timeout = 60);
+TestSuite(A_vector_add, .timeout = 60);
+TestSuite(B_fused_elementwise, .timeout = 60);
 TestSuite(baseline, .timeout = 60);
 TestSuite(speed, .timeout = 180);
 
@@ -108,12 +108,12 @@ static fl_compare_result check_output(problem01 *p, const char *what, double ato
 
 /* ---- Part A ---------------------------------------------------------------- */
 
-ParameterizedTestParameters(vector_add, correct)
+ParameterizedTestParameters(A_vector_add, correct)
 {
     return cr_make_param_array(shape01, kShapes, N_SHAPES);
 }
 
-ParameterizedTest(shape01 *s, vector_add, correct)
+ParameterizedTest(shape01 *s, A_vector_add, correct)
 {
     FL_REQUIRE_GPU();
     problem01 p;
@@ -130,12 +130,12 @@ ParameterizedTest(shape01 *s, vector_add, correct)
 
 /* ---- Part B ---------------------------------------------------------------- */
 
-ParameterizedTestParameters(fused_elementwise, correct)
+ParameterizedTestParameters(B_fused_elementwise, correct)
 {
     return cr_make_param_array(shape01, kShapes, N_SHAPES);
 }
 
-ParameterizedTest(shape01 *s, fused_elementwise, correct)
+ParameterizedTest(shape01 *s, B_fused_elementwise, correct)
 {
     FL_REQUIRE_GPU();
     problem01 p;
