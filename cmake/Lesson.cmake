@@ -1,6 +1,7 @@
 # cmake/Lesson.cmake — one function adds a lesson.
 #
 #   lesson_add(01-vector-add EXERCISE vector_add.cu)
+#   lesson_add(05-flash-attention EXERCISE attention_fused.cu LIBS CUDA::cublas)
 #
 # From lessons/01-vector-add/ (the course's copy) it takes the header(s) and
 # every .cu that is not an exercise (the baseline); the EXERCISE files are
@@ -11,8 +12,9 @@
 #   bench_01_vector_add           the bench (solution; `lab demo`)
 #   bench_01_vector_add_student   the bench against the student's file
 # and registers ctest entries labelled lesson01 and solution/student.
+# LIBS are linked into the lesson's baseline (and so into everything above).
 function(lesson_add name)
-  cmake_parse_arguments(PARSE_ARGV 1 L "" "" "EXERCISE")
+  cmake_parse_arguments(PARSE_ARGV 1 L "" "" "EXERCISE;LIBS")
   if(NOT L_EXERCISE)
     message(FATAL_ERROR "lesson_add(${name}): name the EXERCISE file(s)")
   endif()
@@ -44,7 +46,7 @@ function(lesson_add name)
   set(lib "lesson${num}")
   add_library(${lib}_baseline STATIC ${baseline_cu})
   target_include_directories(${lib}_baseline PUBLIC "${course}")
-  target_link_libraries(${lib}_baseline PUBLIC fusionlab_common)
+  target_link_libraries(${lib}_baseline PUBLIC fusionlab_common ${L_LIBS})
 
   foreach(variant IN ITEMS student solution)
     set(dir "${${variant}}")
