@@ -2,9 +2,11 @@
 #
 #   lesson_add(01-vector-add EXERCISE vector_add.cu)
 #   lesson_add(05-flash-attention EXERCISE attention_fused.cu LIBS CUDA::cublas)
+#   lesson_add(04-memory-traffic EXERCISE traffic_model.c transpose.cu TOOLS probe.c)
 #
 # From lessons/01-vector-add/ (the course's copy) it takes the header(s) and
-# every .cu that is not an exercise (the baseline); the EXERCISE files are
+# every .cu and .c that is not an exercise, bench.c or a tool (the baseline,
+# and the lesson's apparatus); the EXERCISE files are
 # compiled twice: from ${FUSIONLAB_STUDENT_ROOT}/01-vector-add/ (the student's
 # copy, lessons/ by default) and from solutions/01-vector-add/. It builds
 #   test_01_vector_add            Criterion test against the student's file
@@ -13,8 +15,10 @@
 #   bench_01_vector_add_student   the bench against the student's file
 # and registers ctest entries labelled lesson01 and solution/student.
 # LIBS are linked into the lesson's baseline (and so into everything above).
+# TOOLS (e.g. probe.c) become executables probe_01 ... linked against the
+# solution; code can find them in the compile-time FUSIONLAB_BUILD_DIR.
 function(lesson_add name)
-  cmake_parse_arguments(PARSE_ARGV 1 L "" "" "EXERCISE;LIBS")
+  cmake_parse_arguments(PARSE_ARGV 1 L "" "" "EXERCISE;LIBS;TOOLS")
   if(NOT L_EXERCISE)
     message(FATAL_ERROR "lesson_add(${name}): name the EXERCISE file(s)")
   endif()
@@ -34,12 +38,13 @@ function(lesson_add name)
     endif()
   endforeach()
 
-  # The baseline: every .cu of the course's lesson folder but the exercises.
-  file(GLOB all_cu CONFIGURE_DEPENDS "${course}/*.cu")
+  # The baseline: every .cu/.c of the course's lesson folder but the
+  # exercises, the bench and the tools.
+  file(GLOB all_src CONFIGURE_DEPENDS "${course}/*.cu" "${course}/*.c")
   set(baseline_cu "")
-  foreach(f IN LISTS all_cu)
+  foreach(f IN LISTS all_src)
     get_filename_component(base "${f}" NAME)
-    if(NOT base IN_LIST L_EXERCISE)
+    if(NOT base IN_LIST L_EXERCISE AND NOT base IN_LIST L_TOOLS AND NOT base STREQUAL "bench.c")
       list(APPEND baseline_cu "${f}")
     endif()
   endforeach()
@@ -47,6 +52,7 @@ function(lesson_add name)
   add_library(${lib}_baseline STATIC ${baseline_cu})
   target_include_directories(${lib}_baseline PUBLIC "${course}")
   target_link_libraries(${lib}_baseline PUBLIC fusionlab_common ${L_LIBS})
+  target_compile_definitions(${lib}_baseline PUBLIC FUSIONLAB_BUILD_DIR="${CMAKE_BINARY_DIR}")
 
   foreach(variant IN ITEMS student solution)
     set(dir "${${variant}}")
@@ -57,6 +63,12 @@ function(lesson_add name)
     add_library(${lib}_${variant} STATIC ${srcs})
     target_include_directories(${lib}_${variant} PUBLIC "${course}")
     target_link_libraries(${lib}_${variant} PUBLIC ${lib}_baseline fusionlab_common)
+  endforeach()
+
+  foreach(tool IN LISTS L_TOOLS)
+    get_filename_component(tname "${tool}" NAME_WE)
+    add_executable(${tname}_${num} "${course}/${tool}")
+    target_link_libraries(${tname}_${num} PRIVATE ${lib}_solution)
   endforeach()
 
   set(bench "bench_${num}_${slug}")
