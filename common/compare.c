@@ -237,6 +237,25 @@ fl_compare_result fl_compare_runs_f32(const float *run1, const float *run2,
                  "input, first at %s: %.9g then %.9g -- %s",
                  r.n_bad, n, o->what, pos, r.want_first, (double)r.got_first,
                  advice(FL_DIAG_RACE, o, 0));
+        return r;
+    }
+    /* Identical runs prove nothing if neither wrote: poison equals poison. */
+    for (size_t i = 0; i < n; ++i) {
+        if (!fl_is_poison_f32(run2[i])) continue;
+        if (r.n_unwritten++ == 0) r.first_bad = i;
+        r.last_bad = i;
+    }
+    if (r.n_unwritten) {
+        r.n_bad = r.n_unwritten;
+        r.got_first = run2[r.first_bad];
+        r.want_first = NAN;
+        r.diagnosis = r.n_unwritten == n ? FL_DIAG_UNWRITTEN_ALL : FL_DIAG_UNWRITTEN_SOME;
+        char pos[64];
+        where(pos, sizeof pos, r.first_bad, o->cols);
+        snprintf(r.message, sizeof r.message,
+                 "%zu of %zu elements of %s were never written in either run, first "
+                 "at %s -- %s", r.n_unwritten, n, o->what, pos,
+                 advice(r.diagnosis, o, 0));
     } else {
         compose(&r, o, "identical in two runs", 0);
     }

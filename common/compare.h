@@ -69,7 +69,8 @@ EXTERN_C fl_compare_result fl_compare_f32(const float *got, const double *want,
                                           size_t n, const fl_compare_opts *o);
 
 /* Compare two runs of the same kernel on the same input, bitwise. Any
- * difference is diagnosed as a race (FL_DIAG_RACE). */
+ * difference is diagnosed as a race (FL_DIAG_RACE); identical runs that
+ * still hold the poison are reported as unwritten. */
 EXTERN_C fl_compare_result fl_compare_runs_f32(const float *run1,
                                                const float *run2, size_t n,
                                                const fl_compare_opts *o);

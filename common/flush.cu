@@ -1,7 +1,8 @@
-// common/flush.cu — evict L2 by streaming a large buffer through it.
+// common/flush.cu — the timing protocol's two device-side helpers: evict L2
+// by streaming a large buffer through it, and hold the GPU busy for a while.
 //
-// A read (rather than cudaMemset) leaves L2 full of clean lines, so the
-// kernel timed next does not pay for writing someone else's dirty lines back.
+// The flush reads (rather than cudaMemset): it leaves L2 full of clean lines,
+// so the kernel timed next does not pay for someone else's dirty lines.
 #include "timing.h"
 
 // ============================================================================
@@ -21,9 +22,27 @@ __global__ void fl_l2_flush_kernel(const int4 *buf, size_t n, int *sink)
     if (acc == 0x5eed1e55) *sink = acc;
 }
 
+// Spin until the GPU's global nanosecond timer passes `ns` past the moment
+// this thread started. Every thread spins, so the grid keeps its SMs busy.
+__global__ void fl_gpu_hold_kernel(unsigned long long ns)
+{
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    } while (t - t0 < ns);
+}
+
 // ============================================================================
-// launcher
+// launchers
 // ============================================================================
+
+EXTERN_C cudaError_t fl_gpu_hold(double us, int blocks, int threads, cudaStream_t stream)
+{
+    fl_gpu_hold_kernel<<<blocks, threads, 0, stream>>>((unsigned long long)(us * 1e3));
+    CUDA_CHECK_LAST();
+    return cudaSuccess;
+}
 
 EXTERN_C cudaError_t fl_l2_flush(const void *buf, size_t bytes, int *sink,
                                  cudaStream_t stream)

@@ -58,6 +58,7 @@ int fl_hidden_work(double event_us, double wall_us, double overhead_us)
     return unexplained > 1.5 * event_us + 20.0;
 }
 
+
 static double now_us(void)
 {
     struct timespec ts;
@@ -68,9 +69,11 @@ static double now_us(void)
 typedef struct {
     cudaStream_t stream;
     cudaEvent_t start, stop;
-    void *flush_buf;
+    void *flush_before, *flush_after; /* two buffers: see sample() */
     size_t flush_bytes;
     int *sink;
+    int hold_blocks, hold_threads;    /* a grid that fills every SM */
+    double after_us;                  /* median time of the trailing flush alone */
 } bench_env;
 
 static cudaError_t env_open(bench_env *e, const fl_timing_opts *o)
@@ -83,34 +86,61 @@ static cudaError_t env_open(bench_env *e, const fl_timing_opts *o)
     CUDA_CHECK(cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking));
     CUDA_CHECK(cudaEventCreate(&e->start));
     CUDA_CHECK(cudaEventCreate(&e->stop));
-    CUDA_CHECK(cudaMalloc(&e->flush_buf, e->flush_bytes));
+    CUDA_CHECK(cudaMalloc(&e->flush_before, e->flush_bytes));
+    CUDA_CHECK(cudaMalloc(&e->flush_after, e->flush_bytes));
     CUDA_CHECK(cudaMalloc((void **)&e->sink, sizeof(int)));
-    CUDA_CHECK(cudaMemset(e->flush_buf, 0x3c, e->flush_bytes));
+    CUDA_CHECK(cudaMemset(e->flush_before, 0x3c, e->flush_bytes));
+    CUDA_CHECK(cudaMemset(e->flush_after, 0x3c, e->flush_bytes));
+    int per_sm = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor,
+                                      info.ordinal));
+    e->hold_threads = 256;
+    e->hold_blocks = info.sm_count * (per_sm / 256 > 0 ? per_sm / 256 : 1);
     return cudaSuccess;
 }
 
 static void env_close(bench_env *e)
 {
-    if (e->flush_buf) (void)cudaFree(e->flush_buf);
+    if (e->flush_before) (void)cudaFree(e->flush_before);
+    if (e->flush_after) (void)cudaFree(e->flush_after);
     if (e->sink) (void)cudaFree(e->sink);
     if (e->start) (void)cudaEventDestroy(e->start);
     if (e->stop) (void)cudaEventDestroy(e->stop);
     if (e->stream) (void)cudaStreamDestroy(e->stream);
 }
 
-/* One sample. run may be NULL (an empty sample, to measure overhead). */
+/* How long the GPU is held busy while the host queues a sample. Queuing the
+ * events, a launcher (a few kernels, or a cuBLAS call) and the trailing flush
+ * takes tens of microseconds; what is not covered shows up as launch latency. */
+#define HOLD_US 300.0
+
+/* One sample. run may be NULL (an empty sample, to measure overhead).
+ *
+ *   prepare; reset persisting L2 lines; read flush_before (L2 now clean)
+ *   device sync; wall clock t0
+ *   hold: a grid filling every SM spins for HOLD_US, so that everything below
+ *         is queued before the GPU reaches it (no launch latency in the events,
+ *         and no room for work on another stream to run unseen meanwhile)
+ *   event start -> run -> read flush_after -> event stop
+ *   device sync; wall clock t1
+ *
+ * Reading flush_after evicts what run left in L2, so the outputs it wrote
+ * reach memory inside the timed region; its own cost on a clean L2
+ * (e->after_us, measured with empty samples) is subtracted afterwards. */
 static cudaError_t sample(bench_env *e, const fl_variant *v, double *event_us,
                           double *wall_us)
 {
     if (v && v->prepare) CUDA_CHECK(v->prepare(v->ctx, e->stream));
     /* Lines marked persisting would survive the flush: drop them first. */
     CUDA_CHECK(cudaCtxResetPersistingL2Cache());
-    CUDA_CHECK(fl_l2_flush(e->flush_buf, e->flush_bytes, e->sink, e->stream));
+    CUDA_CHECK(fl_l2_flush(e->flush_before, e->flush_bytes, e->sink, e->stream));
     CUDA_CHECK(cudaDeviceSynchronize());
 
     double t0 = now_us();
+    CUDA_CHECK(fl_gpu_hold(HOLD_US, e->hold_blocks, e->hold_threads, e->stream));
     CUDA_CHECK(cudaEventRecord(e->start, e->stream));
     if (v) CUDA_CHECK(v->run(v->ctx, e->stream));
+    CUDA_CHECK(fl_l2_flush(e->flush_after, e->flush_bytes, e->sink, e->stream));
     CUDA_CHECK(cudaEventRecord(e->stop, e->stream));
     CUDA_CHECK(cudaDeviceSynchronize());
     double t1 = now_us();
@@ -135,18 +165,22 @@ static cudaError_t time_all(bench_env *e, const fl_variant *v, int nv,
             CUDA_CHECK(sample(e, &v[k], &a, &b));
         }
 
-    /* Host overhead of an empty sample: what the wall clock adds by itself. */
-    double *ov = ev; /* borrow the first ns slots */
-    for (int i = 0; i < ns; ++i) {
-        double a;
-        CUDA_CHECK(sample(e, NULL, &a, &ov[i]));
-    }
+    /* Empty samples: the trailing flush alone (subtracted from the events)
+     * and the wall clock's own overhead (hold, flush, host latency). */
+    double *ov = ev, *oe = wall; /* borrow the first ns slots of each */
+    for (int i = 0; i < ns; ++i) CUDA_CHECK(sample(e, NULL, &oe[i], &ov[i]));
     double overhead = fl_stats_of(ov, ns).median;
+    e->after_us = fl_stats_of(oe, ns).median;
 
     for (int i = 0; i < ns; ++i)
         for (int r = 0; r < nv; ++r) {
             int k = (i + r) % nv;
-            CUDA_CHECK(sample(e, &v[k], &ev[k * ns + i], &wall[k * ns + i]));
+            double raw;
+            CUDA_CHECK(sample(e, &v[k], &raw, &wall[k * ns + i]));
+            /* the work and its write-backs; never below a tenth of a microsecond
+             * (the subtraction can dip under zero for tiny kernels) */
+            double work = raw - e->after_us;
+            ev[k * ns + i] = work > 0.1 ? work : 0.1;
         }
 
     for (int k = 0; k < nv; ++k) {

@@ -6,10 +6,17 @@
  *   prepare (untimed: e.g. poison the outputs)
  *   flush L2: reset persisting lines, then read a buffer >= 2x the L2 size
  *   device sync; wall clock t0
- *   event record -> run(ctx, stream) -> event record      (on `stream`)
+ *   hold the GPU (every SM spins ~300 us) while the host queues:
+ *   event record -> run(ctx, stream) -> flush L2 again -> event record
  *   device sync; wall clock t1
  *
- * after `warmup` untimed runs of each variant. Variants are interleaved
+ * The hold keeps the host's launch latency out of the events; the second
+ * flush makes the outputs the work left dirty in L2 reach memory inside the
+ * timed region (its cost on a clean L2, measured with empty samples, is
+ * subtracted). So a sample is the GPU time from the first of the work's
+ * loads to the last of its stores landing in memory.
+ *
+ * Each variant first gets `warmup` untimed runs. Variants are interleaved
  * (sample i runs them in rotated order), so a baseline and a candidate see
  * the same clocks, temperature and neighbours, and their ratio survives a
  * noisy machine. The events time the stream the launcher was handed; the
@@ -83,6 +90,12 @@ EXTERN_C int fl_hidden_work(double event_us, double wall_us,
 /* Read `bytes` of `buf` on `stream` so that L2 holds nothing of interest
  * (defined in flush.cu). `sink` is one int of device memory. */
 EXTERN_C cudaError_t fl_l2_flush(const void *buf, size_t bytes, int *sink,
+                                 cudaStream_t stream);
+
+/* Keep `blocks` x `threads` threads spinning for `us` microseconds of GPU
+ * time on `stream` (flush.cu). With a grid that fills every SM, nothing else
+ * runs meanwhile. */
+EXTERN_C cudaError_t fl_gpu_hold(double us, int blocks, int threads,
                                  cudaStream_t stream);
 
 #endif /* FUSIONLAB_TIMING_H */

@@ -203,6 +203,17 @@ Test(compare, runs_that_differ_are_a_race)
     cr_assert_eq(fl_compare_runs_f32(got, got, N, &o).n_bad, 0);
 }
 
+Test(compare, identical_unwritten_runs_are_not_a_pass)
+{
+    static float a[N], b[N];
+    for (size_t i = 0; i < N; ++i) a[i] = b[i] = poison();
+    fl_compare_opts o = fl_compare_defaults("out", 0, 0);
+    fl_compare_result r = fl_compare_runs_f32(a, b, N, &o);
+    cr_assert_eq(r.n_bad, N);
+    cr_assert_eq(r.diagnosis, FL_DIAG_UNWRITTEN_ALL);
+    cr_assert(strstr(r.message, "never written in either run") != NULL, "%s", r.message);
+}
+
 Test(compare, poison_pattern)
 {
     cr_assert(fl_is_poison_f32(poison()));
