@@ -15,4 +15,16 @@
 #define L01_FUSED_ATOL 4e-6               /* |y - ref| <= atol + rtol |ref|: a */
 #define L01_FUSED_RTOL 1e-6               /* few float32 roundings of |y| <= 4 */
 
+/* ---- lesson 02: fused softmax ------------------------------------------- */
+#define L02_SPEED_ROWS ((size_t)4096)     /* 4096 x 4096 floats: 64 MiB in, */
+#define L02_SPEED_COLS ((size_t)4096)     /* 64 MiB out                      */
+#define L02_MIN_SPEEDUP 2.5               /* fused vs unfused (bytes say 4.0x) */
+#define L02_MIN_PCT_CEILING 60.0          /* fused, % of measured copy GB/s */
+#define L02_ATOL 1e-6                     /* |y - ref| <= atol + rtol |ref|, */
+#define L02_RTOL 1e-5                     /* ref in double precision          */
+#define L02_ROWSUM_TOL 1e-5               /* |sum_j y[r, j] - 1| per row */
+#define L02_OVERFLOW_ABOVE 80.0           /* |x| past which a softmax without
+                                             the max subtracted breaks (exp(89)
+                                             is inf in float32, exp(-104) is 0) */
+
 #endif /* FUSIONLAB_THRESHOLDS_H */
