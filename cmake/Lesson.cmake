@@ -2,7 +2,8 @@
 #
 #   lesson_add(01-vector-add EXERCISE vector_add.cu)
 #   lesson_add(05-flash-attention EXERCISE attention_fused.cu LIBS CUDA::cublas)
-#   lesson_add(04-memory-traffic EXERCISE traffic_model.c transpose.cu TOOLS probe.c)
+#   lesson_add(04-memory-traffic EXERCISE traffic_model.c transpose.cu TOOLS probe.c
+#              CPU_SUITES A_count)
 #
 # From lessons/01-vector-add/ (the course's copy) it takes the header(s) and
 # every .cu and .c that is not an exercise, bench.c or a tool (the baseline,
@@ -17,8 +18,11 @@
 # LIBS are linked into the lesson's baseline (and so into everything above).
 # TOOLS (e.g. probe.c) become executables probe_01 ... linked against the
 # solution; code can find them in the compile-time FUSIONLAB_BUILD_DIR.
+# CPU_SUITES name Criterion suites that need no GPU: they get a ctest entry of
+# their own (label cpu), so a machine without a GPU reports their failures
+# instead of folding them into the GPU entry's "skipped".
 function(lesson_add name)
-  cmake_parse_arguments(PARSE_ARGV 1 L "" "" "EXERCISE;LIBS;TOOLS")
+  cmake_parse_arguments(PARSE_ARGV 1 L "" "" "EXERCISE;LIBS;TOOLS;CPU_SUITES")
   if(NOT L_EXERCISE)
     message(FATAL_ERROR "lesson_add(${name}): name the EXERCISE file(s)")
   endif()
@@ -92,6 +96,11 @@ function(lesson_add name)
     set_tests_properties(${name}/solution PROPERTIES
                          LABELS "gpu;solution;lesson${num}" RUN_SERIAL TRUE
                          SKIP_REGULAR_EXPRESSION "no CUDA device")
+    foreach(suite IN LISTS L_CPU_SUITES)
+      add_test(NAME ${name}/solution-${suite}
+               COMMAND ${test}_solution --jobs 1 --short-filename --verbose --filter "${suite}/*")
+      set_tests_properties(${name}/solution-${suite} PROPERTIES LABELS "cpu;solution;lesson${num}")
+    endforeach()
     add_test(NAME ${name}/student COMMAND ${test} --jobs 1 --short-filename --verbose)
     set_tests_properties(${name}/student PROPERTIES
                          LABELS "gpu;student;lesson${num}" RUN_SERIAL TRUE

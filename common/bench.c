@@ -64,11 +64,13 @@ int fl_bench_summary(const fl_bench *b, const char *lesson, const char *size,
     }
     if (!exists)
         fprintf(f, "lesson,size,device,date,unfused_us,fused_us,speedup,"
-                   "unfused_gbs,fused_gbs,ceiling_gbs,fused_pct_of_ceiling\n");
-    fprintf(f, "%s,%s,%s,%s,%.2f,%.2f,%.2f,%.1f,%.1f,%.1f,%.1f\n", lesson, size,
+                   "unfused_gbs,fused_gbs,ceiling_gbs,fused_pct_of_ceiling,"
+                   "unfused_tflops,fused_tflops\n");
+    fprintf(f, "%s,%s,%s,%s,%.2f,%.2f,%.2f,%.1f,%.1f,%.1f,%.1f,%.2f,%.2f\n", lesson, size,
             b->device_field, b->date, unfused->us.median, fused->us.median,
             unfused->us.median / fused->us.median, unfused->gbs, fused->gbs,
-            b->ceiling_gbs, 100.0 * fused->gbs / b->ceiling_gbs);
+            b->ceiling_gbs, 100.0 * fused->gbs / b->ceiling_gbs, unfused->tflops,
+            fused->tflops);
     return fclose(f) == 0 ? 0 : -1;
 }
 

@@ -25,6 +25,9 @@ const char *fl_test_error_hint(cudaError_t e)
     case cudaErrorNoKernelImageForDevice:
         return " -- the build has no code for this GPU: reconfigure with "
                "-DCMAKE_CUDA_ARCHITECTURES=native";
+    case cudaErrorMemoryAllocation:
+        return " -- out of device memory: is a buffer sized in elements where bytes "
+               "were meant (or the reverse), or freed nowhere?";
     case cudaErrorLaunchTimeout:
         return " -- the kernel ran too long (an endless loop?)";
     default:
