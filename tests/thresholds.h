@@ -27,4 +27,18 @@
                                              the max subtracted breaks (exp(89)
                                              is inf in float32, exp(-104) is 0) */
 
+/* ---- lesson 03: LayerNorm forward and backward ---------------------------- */
+#define L03_EPS 1e-5f                     /* LayerNorm's eps, as in PyTorch */
+#define L03_SPEED_ROWS ((size_t)4096)     /* speed checks at 4096 x 4096 */
+#define L03_SPEED_COLS ((size_t)4096)
+#define L03_FWD_MIN_SPEEDUP 2.5           /* fused vs unfused (bytes say 6x) */
+#define L03_BWD_MIN_SPEEDUP 2.0           /* deterministic fused vs unfused (8x) */
+#define L03_MIN_PCT_CEILING 50.0          /* both, % of measured copy GB/s */
+#define L03_FWD_ATOL 1e-5                 /* y, mean, rstd: |got - ref| <= */
+#define L03_FWD_RTOL 1e-5                 /* atol + rtol |ref| (issue 4) */
+#define L03_DX_ATOL 1e-4                  /* dx: the flat row scales every */
+#define L03_DX_RTOL 1e-5                  /* rounding by rstd = 316 */
+#define L03_DWB_ATOL_PER_ROW 1e-6         /* dweight, dbias: atol = this x rows */
+#define L03_DWB_RTOL 1e-5                 /* (sums over rows; test_03 says why) */
+
 #endif /* FUSIONLAB_THRESHOLDS_H */
