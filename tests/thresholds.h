@@ -41,4 +41,19 @@
 #define L03_DWB_ATOL_PER_ROW 1e-6         /* dweight, dbias: atol = this x rows */
 #define L03_DWB_RTOL 1e-5                 /* (sums over rows; test_03 says why) */
 
+/* ---- lesson 05: flash-attention-lite --------------------------------------- */
+#define L05_F32_ATOL 1e-4                 /* float32: |O - ref| <= atol + rtol |ref|, */
+#define L05_F32_RTOL 1e-4                 /* ref in double (or the checked unfused) */
+#define L05_F16_FACTOR 2.0                /* float16: |O - ref| <= 2 x the unfused */
+#define L05_F16_ATOL 1e-3                 /* float16 path's max error + 1e-3 (about
+                                             one float16 rounding of |O| ~ 1) */
+#define L05_F16_BASELINE_ATOL 2e-2        /* sanity bound of the unfused float16 path */
+#define L05_SPEED_SEQ 4096                /* speed checks at seq 4096, head_dim 64, */
+#define L05_SPEED_HEAD_DIM 64             /* 32 heads: S is 2 GiB in float32 */
+#define L05_SPEED_BATCH_HEADS 32
+#define L05_MIN_SPEEDUP_F32 1.0           /* Part A: fused vs unfused, float32 */
+#define L05_MIN_SPEEDUP_F16 2.0           /* Part B bonus: fused vs unfused, float16 */
+#define L05_MEM_SEQ 32768                 /* memory check: S alone exceeds the GPU */
+#define L05_MEM_SLACK_MIB 64              /* device memory the fused call may take */
+
 #endif /* FUSIONLAB_THRESHOLDS_H */

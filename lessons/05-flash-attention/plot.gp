@@ -1,0 +1,53 @@
+# lessons/05-flash-attention/plot.gp — unfused vs fused attention against seq.
+#   gnuplot -c lessons/05-flash-attention/plot.gp plots/05-flash-attention.csv plots/05-flash-attention.svg
+# CSV columns: device,date,dtype,seq,batch_heads,head_dim,unfused_us,fused_us,speedup,
+#              unfused_tflops,fused_tflops,unfused_mib,fused_mib,device_mib
+# (nan where the unfused path's S and P did not fit in device memory)
+here = system(sprintf("dirname '%s'", ARG0))
+load here.'/../../plots/style.gp'
+call here.'/../../plots/args.gp' ARG1 ARG2
+
+# column c of the rows of one precision, NaN elsewhere (so each line joins one precision)
+of(dt, c) = strcol(3) eq dt ? column(c) : NaN
+
+do for [fl_fmt in fl_formats] {
+    eval fl_term(fl_fmt, 1500, 500)
+    set multiplot layout 1,3 title fl_title("Lesson 05: attention forward, 32 heads, d = 64 (head dimension), no mask") font ',14'
+
+    set logscale x 2
+    set format x '2^{%L}'
+    set xlabel 'seq (tokens)'
+    set key below maxrows 3 samplen 3
+    set bmargin 9
+
+    set ylabel 'TFLOP/s (4 seq^2 d per head)'
+    set yrange [0:*]
+    plot fl_in using 4:(of('f32', 10)) with linespoints lt 1 title 'unfused float32', \
+         ''    using 4:(of('f32', 11)) with linespoints lt 2 title 'fused float32', \
+         ''    using 4:(of('f16', 10)) with linespoints lt 1 dt 3 pt 6 title 'unfused float16', \
+         ''    using 4:(of('f16', 11)) with linespoints lt 2 dt 3 pt 4 title 'fused float16'
+
+    set logscale y 10
+    set format y '10^{%L}'
+    set ylabel 'time per call (ms)'
+    set yrange [*:*]
+    plot fl_in using 4:(of('f32', 7) / 1e3) with linespoints lt 1 title 'unfused float32', \
+         ''    using 4:(of('f32', 8) / 1e3) with linespoints lt 2 title 'fused float32', \
+         ''    using 4:(of('f16', 7) / 1e3) with linespoints lt 1 dt 3 pt 6 title 'unfused float16', \
+         ''    using 4:(of('f16', 8) / 1e3) with linespoints lt 2 dt 3 pt 4 title 'fused float16'
+
+    set ylabel 'device memory needed (GiB)'
+    set format y '%g'
+    plot fl_in using 4:(of('f32', 14) / 1024) with lines lt 3 title 'this GPU''s memory', \
+         ''    using 4:(of('f32', 12) / 1024) with linespoints lt 1 title 'unfused float32 (Q,K,V,O + S,P)', \
+         ''    using 4:(of('f16', 12) / 1024) with linespoints lt 1 dt 3 pt 6 title 'unfused float16', \
+         ''    using 4:(of('f32', 13) / 1024) with linespoints lt 2 title 'fused float32 (Q,K,V,O)', \
+         ''    using 4:(of('f16', 13) / 1024) with linespoints lt 2 dt 3 pt 4 title 'fused float16'
+    unset multiplot
+    unset logscale x
+    unset logscale y
+    unset bmargin
+    set key default
+    set format x '% h'
+    set format y '% h'
+}
