@@ -41,6 +41,12 @@
 #define L03_DWB_ATOL_PER_ROW 1e-6         /* dweight, dbias: atol = this x rows */
 #define L03_DWB_RTOL 1e-5                 /* (sums over rows; test_03 says why) */
 
+/* ---- lesson 04: memory-traffic analysis ---------------------------------- */
+#define L04_COUNTER_TOLERANCE 0.10        /* |model - DRAM counters| / counters */
+#define L04_TRANSPOSE_N ((size_t)8192)    /* 8192 x 8192 floats, 256 MiB */
+#define L04_MIN_TRANSPOSE_SPEEDUP 3.0     /* tiled vs naive */
+#define L04_MIN_TRANSPOSE_PCT_CEILING 50.0
+
 /* ---- lesson 05: flash-attention-lite --------------------------------------- */
 #define L05_F32_ATOL 1e-4                 /* float32: |O - ref| <= atol + rtol |ref|, */
 #define L05_F32_RTOL 1e-4                 /* ref in double (or the checked unfused) */
