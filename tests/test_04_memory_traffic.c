@@ -133,8 +133,10 @@ ParameterizedTest(count_case *c, A_count, model_is_exact)
 
 /* ---- part B: the models against the DRAM counters ------------------------- */
 
+/* Parameters are copied into a fresh test process: no pointers in here (the
+ * worker's string literals live at other addresses), so the name is inline. */
 typedef struct {
-    const char *kernel; /* course_kernels.h name */
+    char kernel[32];    /* course_kernels.h name */
     int model;          /* index into kModels */
     size_t rows, cols;
 } counter_case;
