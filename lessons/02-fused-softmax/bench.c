@@ -12,7 +12,8 @@
  *
  * A third variant, interleaved with the other two, is a cudaMemcpy of the
  * same matrix (1 read + 1 write, like the fused kernel): the fastest any
- * softmax could be at that size under this timing, launch cost included.
+ * softmax could be at that size under this timing (which charges the
+ * fixed cost of a kernel and the write-back of its output, as for the others).
  * Its columns (copy_us, copy_gbs) come last in the CSV.
  */
 #include "bench.h"
