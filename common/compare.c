@@ -64,6 +64,8 @@ static void fmt_value(char *buf, size_t len, double v, int poison)
 /* What we learned while scanning, beyond the public result. */
 typedef struct {
     size_t min_bad_col;     /* smallest column index among bad elements */
+    size_t bad_rows;        /* rows holding at least one bad element */
+    size_t last_bad_row;    /* to count bad_rows in one pass */
     size_t nonfinite_large; /* NaN/inf (not poison) where magnitude is large */
 } scan_extra;
 
@@ -144,8 +146,12 @@ static fl_diagnosis diagnose(const fl_compare_result *r, const scan_extra *x,
     *by_row = 0;
     if (r->n_bad == 0) return FL_DIAG_NONE;
     if (r->n_unwritten == r->n) return FL_DIAG_UNWRITTEN_ALL;
+    /* A tail: every element from the first bad one to the end is bad. */
     int suffix = r->last_bad == r->n - 1 && r->n_bad == r->n - r->first_bad;
-    int row_end = o->cols > 1 && x->min_bad_col > 0;
+    /* The end of each row: in at least two rows, exactly the columns from
+     * the same c0 > 0 to the last one are bad, and nothing else. */
+    int row_end = o->cols > 1 && x->min_bad_col > 0 && x->bad_rows >= 2 &&
+                  r->n_bad == x->bad_rows * (o->cols - x->min_bad_col);
     if (r->n_unwritten == r->n_bad) {
         if (suffix && r->first_bad > 0) return FL_DIAG_UNWRITTEN_TAIL;
         if (row_end) { *by_row = 1; return FL_DIAG_UNWRITTEN_TAIL; }
@@ -155,8 +161,14 @@ static fl_diagnosis diagnose(const fl_compare_result *r, const scan_extra *x,
         x->nonfinite_large * 10 >= r->n_nonfinite * 9)
         return FL_DIAG_OVERFLOW;
     if (r->n_nonfinite > 0) return FL_DIAG_NONFINITE;
+    /* A tail: the bad elements sit in the last stretch (at most half the
+     * array, and at most n/64 or 1024 elements), and either fill it or fit
+     * in the last 32 (the leftovers after the last full vector or warp). */
     size_t tail_span = r->n / 64 > 1024 ? r->n / 64 : 1024;
-    if (r->first_bad > 0 && r->n - r->first_bad <= tail_span) return FL_DIAG_TAIL;
+    size_t stretch = r->n - r->first_bad;
+    if (r->first_bad > 0 && stretch <= tail_span && stretch <= r->n / 2 &&
+        (suffix || stretch <= 32))
+        return FL_DIAG_TAIL;
     if (row_end) { *by_row = 1; return FL_DIAG_TAIL; }
     return FL_DIAG_WRONG;
 }
@@ -165,7 +177,7 @@ fl_compare_result fl_compare_f32(const float *got, const double *want, size_t n,
                                  const fl_compare_opts *o)
 {
     fl_compare_result r;
-    scan_extra x = {(size_t)-1, 0};
+    scan_extra x = {(size_t)-1, 0, (size_t)-1, 0};
     memset(&r, 0, sizeof r);
     r.n = n;
     r.first_bad = n;
@@ -198,7 +210,13 @@ fl_compare_result fl_compare_f32(const float *got, const double *want, size_t n,
             if (o->magnitude && (double)o->magnitude[i] > o->overflow_above)
                 x.nonfinite_large++;
         }
-        if (o->cols > 0 && i % o->cols < x.min_bad_col) x.min_bad_col = i % o->cols;
+        if (o->cols > 0) {
+            if (i % o->cols < x.min_bad_col) x.min_bad_col = i % o->cols;
+            if (i / o->cols != x.last_bad_row) {
+                x.last_bad_row = i / o->cols;
+                x.bad_rows++;
+            }
+        }
     }
     int by_row;
     r.diagnosis = diagnose(&r, &x, o, &by_row);

@@ -3,7 +3,7 @@
 # A lesson's plot.gp starts with
 #   here = system(sprintf("dirname '%s'", ARG0))
 #   load here.'/../../plots/style.gp'
-#   call fl_args   (sets fl_in, fl_base, fl_device, fl_date from ARG1/ARG2)
+#   call here.'/../../plots/args.gp' ARG1 ARG2   (sets fl_in, fl_base, fl_device, fl_date)
 # and draws inside   do for [fl_fmt in fl_formats] { eval fl_term(fl_fmt, 1100, 450) ... }
 # so that one run writes both BASE.svg and BASE.png.
 

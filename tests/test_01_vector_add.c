@@ -27,16 +27,19 @@ TestSuite(speed, .timeout = 180);
 
 static const float kScale = 1.5f;
 
-/* One problem: n elements, inputs placed `offset` floats into their
- * allocations (offset 1 makes every pointer misaligned for float4). */
+/* One problem: n elements, every array placed `offset` floats into its
+ * allocation (offset 1 makes every pointer misaligned for float4), and the
+ * output `out_shift` floats further (so an alignment check that looks only
+ * at the inputs is caught). */
 typedef struct {
     size_t n;
     size_t offset;
+    size_t out_shift;
 } shape01;
 
 static shape01 kShapes[] = {
-    {1, 0}, {127, 0}, {129, 0}, {(1u << 20) + 3, 0}, {(size_t)1 << 26, 0},
-    {1000, 1}, {4097, 3},
+    {1, 0, 0}, {127, 0, 0}, {129, 0, 0}, {(1u << 20) + 3, 0, 0}, {(size_t)1 << 26, 0, 0},
+    {1000, 1, 0}, {4097, 3, 0}, {4096, 0, 1},
 };
 #define N_SHAPES (sizeof kShapes / sizeof kShapes[0])
 
@@ -56,7 +59,8 @@ static float *dev_at(problem01 *p, int slot, size_t offset)
     return (float *)p->alloc[slot] + offset;
 }
 
-static void problem_init(problem01 *p, size_t n, size_t offset, uint64_t seed)
+static void problem_init(problem01 *p, size_t n, size_t offset, size_t out_shift,
+                         uint64_t seed)
 {
     memset(p, 0, sizeof *p);
     p->n = n;
@@ -71,7 +75,7 @@ static void problem_init(problem01 *p, size_t n, size_t offset, uint64_t seed)
     p->da = dev_at(p, 0, offset);
     p->db = dev_at(p, 1, offset);
     p->dc = dev_at(p, 2, offset);
-    p->dy = dev_at(p, 3, offset);
+    p->dy = dev_at(p, 3, offset + out_shift);
     p->dt1 = dev_at(p, 4, offset);
     p->dt2 = dev_at(p, 5, offset);
     FL_ASSERT_CUDA(fl_upload_f32(p->da, p->a, n));
@@ -143,7 +147,7 @@ static void correct_case(const shape01 *s, const part01 *part)
 {
     FL_REQUIRE_GPU();
     problem01 p;
-    problem_init(&p, s->n, s->offset, part->seed + s->n);
+    problem_init(&p, s->n, s->offset, s->out_shift, part->seed + s->n);
     if (part->exact) ref_add(&p);
     else ref_fused(&p);
     FL_ASSERT_CUDA(fl_poison(p.dy, p.n * sizeof(float), 0));
@@ -153,7 +157,9 @@ static void correct_case(const shape01 *s, const part01 *part)
                               ? check_output(&p, part->out, 0.0, 0.0)
                               : check_output(&p, part->out, L01_FUSED_ATOL, L01_FUSED_RTOL);
     cr_assert(r.n_bad == 0, "%s n=%zu%s: %s", part->name, s->n,
-              s->offset ? " (misaligned pointers)" : "", r.message);
+              s->offset ? " (misaligned pointers)"
+                        : s->out_shift ? " (inputs aligned, output misaligned)" : "",
+              r.message);
     problem_free(&p);
 }
 
@@ -200,7 +206,7 @@ Test(speed, fused_vs_unfused)
 {
     FL_REQUIRE_GPU();
     problem01 p;
-    problem_init(&p, L01_SPEED_N, 0, 0xD000);
+    problem_init(&p, L01_SPEED_N, 0, 0, 0xD000);
     ref_fused(&p);
 
     /* Correct first: a fast wrong kernel earns nothing. */

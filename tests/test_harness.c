@@ -145,6 +145,46 @@ Test(compare, end_of_each_row_wrong)
     cr_assert(strstr(r.message, "end of each row") != NULL, "%s", r.message);
 }
 
+Test(compare, scattered_errors_are_not_a_tail)
+{
+    fill_good(127);
+    for (size_t i = 117; i < 127; ++i) got[i] += 1.0f; /* the last ten */
+    fl_compare_opts o = fl_compare_defaults("c", 0, 0);
+    fl_compare_result r = fl_compare_f32(got, want, 127, &o);
+    cr_assert_eq(r.diagnosis, FL_DIAG_TAIL, "%s", fl_diagnosis_name(r.diagnosis));
+    fill_good(127);
+    for (size_t i = 1; i < 127; ++i) got[i] += 1.0f; /* all but element 0 */
+    r = fl_compare_f32(got, want, 127, &o);
+    cr_assert_eq(r.diagnosis, FL_DIAG_WRONG, "%s", fl_diagnosis_name(r.diagnosis));
+    fill_good(127);
+    for (size_t i = 1; i < 127; i += 2) got[i] += 1.0f; /* every other element */
+    r = fl_compare_f32(got, want, 127, &o);
+    cr_assert_eq(r.diagnosis, FL_DIAG_WRONG, "%s", fl_diagnosis_name(r.diagnosis));
+}
+
+Test(compare, one_bad_element_is_not_a_row_end)
+{
+    fill_good(N);
+    got[3 * 128 + 40] += 1.0f;
+    fl_compare_opts o = fl_compare_defaults("out", 0, 0);
+    o.cols = 128;
+    fl_compare_result r = fl_compare_f32(got, want, N, &o);
+    cr_assert_eq(r.diagnosis, FL_DIAG_WRONG, "%s", fl_diagnosis_name(r.diagnosis));
+    cr_assert(strstr(r.message, "row 3 col 40") != NULL, "%s", r.message);
+}
+
+Test(compare, unwritten_row_ends)
+{
+    fill_good(N); /* 32 rows of 128: columns 100.. never written */
+    for (size_t row = 0; row < 32; ++row)
+        for (size_t c = 100; c < 128; ++c) got[row * 128 + c] = poison();
+    fl_compare_opts o = fl_compare_defaults("out", 0, 0);
+    o.cols = 128;
+    fl_compare_result r = fl_compare_f32(got, want, N, &o);
+    cr_assert_eq(r.diagnosis, FL_DIAG_UNWRITTEN_TAIL, "%s", fl_diagnosis_name(r.diagnosis));
+    cr_assert(strstr(r.message, "end of each row") != NULL, "%s", r.message);
+}
+
 Test(compare, nonfinite_where_inputs_large_is_overflow)
 {
     static float mag[N];

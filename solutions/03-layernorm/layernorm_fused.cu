@@ -15,6 +15,7 @@
 #include "device.h"
 
 #include <stdint.h>
+#include <stdio.h>
 
 // ============================================================================
 // how a row maps onto threads (shared by both parts)
@@ -136,7 +137,7 @@ __device__ __forceinline__ float2 ln_row_sum2(float a, float b, float2 *red)
 // E[x^2] - mean^2, and it is exact for a constant row (var = 0, y = bias).
 // Welford's single pass pays a division per element and a heavier merge of
 // (count, mean, M2) triples in the reduction; it earns its keep only when
-// the row must be streamed (README, "Welford or two passes").
+// the row must be streamed (README, "Two passes or Welford").
 __global__ void __launch_bounds__(512) // ln_plan never asks for more than 512 x 1 here
 layernorm_fwd_kernel(const float *x, const float *weight, const float *bias, float *y,
                      float *mean, float *rstd, size_t rows, int cols, float eps, int vec4)
@@ -399,15 +400,24 @@ static cudaError_t bwd_launch(const float *dy, const float *x, const float *weig
     CUDA_CHECK(ln_plan(cols, BWD_SLOTS, kBwdThreadsPerBlock, &block));
     int threads = (int)(block.x * block.y);
     size_t smem = 2 * (size_t)block.y * cols * sizeof(float);
-    // Past 48 KiB of shared memory (static + dynamic) a kernel must opt in.
-    // Ask once for the most any launch needs: R * cols never exceeds
-    // LAYERNORM_MAX_COLS, so 2 * LAYERNORM_MAX_COLS floats (128 KiB).
-    static int opted_in = 0;
-    if (!opted_in) {
+    // Past 48 KiB of shared memory (static + dynamic) a kernel must opt in,
+    // up to what this GPU allows a block (227 KiB on an H100, 99 KiB on most
+    // consumer GPUs, 64 KiB on a T4). Ask for what this launch needs, once per
+    // new maximum; refuse a row this GPU cannot hold with a clear message.
+    static size_t opted_in = 48 * 1024;
+    if (smem > opted_in) {
+        int dev = 0, optin = 0;
+        CUDA_CHECK(cudaGetDevice(&dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+        if (smem + 1024 > (size_t)optin) { // 1 KiB: the kernel's static red[32]
+            fprintf(stderr, "layernorm backward: a row of %zu floats needs %zu KiB of shared "
+                    "memory per block; this GPU allows %d KiB\n", cols, smem / 1024,
+                    optin / 1024);
+            return cudaErrorInvalidValue;
+        }
         CUDA_CHECK(cudaFuncSetAttribute(layernorm_bwd_kernel,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)(2 * LAYERNORM_MAX_COLS * sizeof(float))));
-        opted_in = 1;
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        opted_in = smem;
     }
     // Occupancy depends on (threads, smem) only: remember the last answer so
     // that a timed loop pays for the query once.
