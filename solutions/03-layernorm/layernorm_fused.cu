@@ -403,8 +403,10 @@ static cudaError_t bwd_launch(const float *dy, const float *x, const float *weig
     // Past 48 KiB of shared memory (static + dynamic) a kernel must opt in,
     // up to what this GPU allows a block (227 KiB on an H100, 99 KiB on most
     // consumer GPUs, 64 KiB on a T4). Ask for what this launch needs, once per
-    // new maximum; refuse a row this GPU cannot hold with a clear message.
-    static size_t opted_in = 48 * 1024;
+    // new maximum (from the first launch on: the static red[] counts too, so
+    // 48 KiB of dynamic memory already needs it); refuse a row this GPU cannot
+    // hold with a clear message.
+    static size_t opted_in = 0;
     if (smem > opted_in) {
         int dev = 0, optin = 0;
         CUDA_CHECK(cudaGetDevice(&dev));
