@@ -21,6 +21,12 @@
 # CPU_SUITES name Criterion suites that need no GPU: they get a ctest entry of
 # their own (label cpu), so a machine without a GPU reports their failures
 # instead of folding them into the GPU entry's "skipped".
+#
+# Without solutions/ (the student bundle, `./lab export-student`) the
+# solution variants are left out; LIBS and TOOLS that name a lesson's
+# solution library use that lesson's student library instead.
+# Each call also adds the lesson to ${CMAKE_BINARY_DIR}/fusionlab_manifest.json,
+# the grader's list of the files a student may change (see _lesson_manifest).
 function(lesson_add name)
   cmake_parse_arguments(PARSE_ARGV 1 L "" "" "EXERCISE;LIBS;TOOLS;CPU_SUITES")
   if(NOT L_EXERCISE)
@@ -36,6 +42,20 @@ function(lesson_add name)
   set(student "${FUSIONLAB_STUDENT_ROOT}/${name}")
   set(solution "${PROJECT_SOURCE_DIR}/solutions/${name}")
   set(test_src "${PROJECT_SOURCE_DIR}/tests/test_${num}_${slug}.c")
+  set(variants student)
+  set(has_solution FALSE)
+  if(EXISTS "${solution}")
+    list(APPEND variants solution)
+    set(has_solution TRUE)
+  endif()
+  # lessonNN_solution of a lesson without solutions/ -> lessonNN_student
+  set(libs "")
+  foreach(l IN LISTS L_LIBS)
+    if(l MATCHES "^lesson([0-9][0-9])_solution$" AND NOT TARGET ${l})
+      set(l "lesson${CMAKE_MATCH_1}_student")
+    endif()
+    list(APPEND libs "${l}")
+  endforeach()
   foreach(f IN ITEMS "${test_src}" "${course}/bench.c")
     if(NOT EXISTS "${f}")
       message(FATAL_ERROR "lesson_add(${name}): ${f} is missing")
@@ -55,10 +75,10 @@ function(lesson_add name)
   set(lib "lesson${num}")
   add_library(${lib}_baseline STATIC ${baseline_cu})
   target_include_directories(${lib}_baseline PUBLIC "${course}")
-  target_link_libraries(${lib}_baseline PUBLIC fusionlab_common ${L_LIBS})
+  target_link_libraries(${lib}_baseline PUBLIC fusionlab_common ${libs})
   target_compile_definitions(${lib}_baseline PUBLIC FUSIONLAB_BUILD_DIR="${CMAKE_BINARY_DIR}")
 
-  foreach(variant IN ITEMS student solution)
+  foreach(variant IN LISTS variants)
     set(dir "${${variant}}")
     set(srcs "")
     foreach(f IN LISTS L_EXERCISE)
@@ -68,43 +88,130 @@ function(lesson_add name)
     target_include_directories(${lib}_${variant} PUBLIC "${course}")
     target_link_libraries(${lib}_${variant} PUBLIC ${lib}_baseline fusionlab_common)
   endforeach()
+  # The student's targets are built only when asked for (./lab check, ./lab
+  # bench, the grader): a half-finished exercise must not break the course's
+  # own build, ./lab test or ./lab demo.
+  set_target_properties(${lib}_student PROPERTIES EXCLUDE_FROM_ALL TRUE)
 
+  list(GET variants -1 tool_variant)  # the solution when there is one
+  set(tool_targets "")
   foreach(tool IN LISTS L_TOOLS)
     get_filename_component(tname "${tool}" NAME_WE)
     add_executable(${tname}_${num} "${course}/${tool}")
-    target_link_libraries(${tname}_${num} PRIVATE ${lib}_solution)
+    target_link_libraries(${tname}_${num} PRIVATE ${lib}_${tool_variant})
+    list(APPEND tool_targets "${tname}_${num}")
   endforeach()
 
   set(bench "bench_${num}_${slug}")
-  add_executable(${bench} "${course}/bench.c")
-  target_link_libraries(${bench} PRIVATE ${lib}_solution)
+  if(has_solution)
+    add_executable(${bench} "${course}/bench.c")
+    target_link_libraries(${bench} PRIVATE ${lib}_solution)
+    add_test(NAME ${name}/bench-smoke
+             COMMAND ${bench} --quick --csv "${CMAKE_CURRENT_BINARY_DIR}/smoke_${num}.csv")
+    set_tests_properties(${name}/bench-smoke PROPERTIES
+                         LABELS "gpu;bench;lesson${num}" SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+  endif()
   add_executable(${bench}_student "${course}/bench.c")
   target_link_libraries(${bench}_student PRIVATE ${lib}_student)
-  add_test(NAME ${name}/bench-smoke
-           COMMAND ${bench} --quick --csv "${CMAKE_CURRENT_BINARY_DIR}/smoke_${num}.csv")
-  set_tests_properties(${name}/bench-smoke PROPERTIES
-                       LABELS "gpu;bench;lesson${num}" SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+  set_target_properties(${bench}_student PROPERTIES EXCLUDE_FROM_ALL TRUE)
+  if(tool_targets)
+    # the tests and benches run the tools (lesson 04's probe): build them too
+    add_dependencies(${bench}_student ${tool_targets})
+    if(has_solution)
+      add_dependencies(${bench} ${tool_targets})
+    endif()
+  endif()
 
   if(FUSIONLAB_HAVE_CRITERION)
     set(test "test_${num}_${slug}")
     add_executable(${test} "${test_src}")
     target_link_libraries(${test} PRIVATE ${lib}_student fusionlab_testlib)
-    add_executable(${test}_solution "${test_src}")
-    target_link_libraries(${test}_solution PRIVATE ${lib}_solution fusionlab_testlib)
-    # Tests run one at a time: speed tests must have the GPU to themselves.
-    add_test(NAME ${name}/solution COMMAND ${test}_solution --jobs 1 --short-filename --verbose)
-    set_tests_properties(${name}/solution PROPERTIES
-                         LABELS "gpu;solution;lesson${num}" RUN_SERIAL TRUE
-                         SKIP_REGULAR_EXPRESSION "no CUDA device")
-    foreach(suite IN LISTS L_CPU_SUITES)
-      add_test(NAME ${name}/solution-${suite}
-               COMMAND ${test}_solution --jobs 1 --short-filename --verbose --filter "${suite}/*")
-      set_tests_properties(${name}/solution-${suite} PROPERTIES LABELS "cpu;solution;lesson${num}")
-    endforeach()
+    set_target_properties(${test} PROPERTIES EXCLUDE_FROM_ALL TRUE)
+    if(tool_targets)
+      add_dependencies(${test} ${tool_targets})
+    endif()
+    if(has_solution)
+      add_executable(${test}_solution "${test_src}")
+      target_link_libraries(${test}_solution PRIVATE ${lib}_solution fusionlab_testlib)
+      if(tool_targets)
+        add_dependencies(${test}_solution ${tool_targets})
+      endif()
+      # Tests run one at a time: speed tests must have the GPU to themselves.
+      add_test(NAME ${name}/solution COMMAND ${test}_solution --jobs 1 --short-filename --verbose)
+      set_tests_properties(${name}/solution PROPERTIES
+                           LABELS "gpu;solution;lesson${num}" RUN_SERIAL TRUE
+                           SKIP_REGULAR_EXPRESSION "no CUDA device")
+      foreach(suite IN LISTS L_CPU_SUITES)
+        add_test(NAME ${name}/solution-${suite}
+                 COMMAND ${test}_solution --jobs 1 --short-filename --verbose --filter "${suite}/*")
+        set_tests_properties(${name}/solution-${suite} PROPERTIES LABELS "cpu;solution;lesson${num}")
+      endforeach()
+    endif()
     add_test(NAME ${name}/student COMMAND ${test} --jobs 1 --short-filename --verbose)
     set_tests_properties(${name}/student PROPERTIES
                          LABELS "gpu;student;lesson${num}" RUN_SERIAL TRUE
                          SKIP_REGULAR_EXPRESSION "no CUDA device")
   endif()
   set_property(GLOBAL APPEND PROPERTY FUSIONLAB_LESSONS "${name}")
+  _lesson_manifest("${name}" "${num}" "${slug}" "${L_EXERCISE}" "${tool_targets}"
+                   "${L_CPU_SUITES}" ${has_solution})
+endfunction()
+
+# A JSON string literal of `text` (quotes, backslashes and control characters
+# escaped).
+function(_lesson_json_string out text)
+  string(REPLACE "\\" "\\\\" text "${text}")
+  string(REPLACE "\"" "\\\"" text "${text}")
+  string(REPLACE "\n" "\\n" text "${text}")
+  string(REPLACE "\t" "\\t" text "${text}")
+  set(${out} "\"${text}\"" PARENT_SCOPE)
+endfunction()
+
+# A JSON array of the strings in the list `items`.
+function(_lesson_json_list out items)
+  set(json "[")
+  set(sep "")
+  foreach(item IN LISTS items)
+    _lesson_json_string(quoted "${item}")
+    string(APPEND json "${sep}${quoted}")
+    set(sep ", ")
+  endforeach()
+  set(${out} "${json}]" PARENT_SCOPE)
+endfunction()
+
+# Append one lesson to the grader's manifest and rewrite the file. The
+# grader takes from a submission only the `exercise` files named here, and
+# builds `test` (and `tools`) against them: the manifest is made from the
+# same lesson_add() arguments as the build, so the two cannot disagree.
+function(_lesson_manifest name num slug exercise tools cpu_suites has_solution)
+  foreach(f IN LISTS exercise)
+    if(NOT f MATCHES "^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+      message(FATAL_ERROR "lesson_add(${name}): EXERCISE '${f}' must be a plain file name")
+    endif()
+  endforeach()
+  get_property(manifest GLOBAL PROPERTY FUSIONLAB_MANIFEST)
+  if(NOT manifest)
+    _lesson_json_string(root "${FUSIONLAB_STUDENT_ROOT}")
+    set(manifest "{\"format\": 1, \"student_root\": ${root}, \"lessons\": []}")
+  endif()
+  _lesson_json_list(ex_json "${exercise}")
+  _lesson_json_list(tools_json "${tools}")
+  _lesson_json_list(cpu_json "${cpu_suites}")
+  set(entry "{}")
+  string(JSON entry SET "${entry}" name "\"${name}\"")
+  string(JSON entry SET "${entry}" number "\"${num}\"")
+  string(JSON entry SET "${entry}" slug "\"${slug}\"")
+  string(JSON entry SET "${entry}" exercise "${ex_json}")
+  string(JSON entry SET "${entry}" tools "${tools_json}")
+  string(JSON entry SET "${entry}" cpu_suites "${cpu_json}")
+  if(FUSIONLAB_HAVE_CRITERION)
+    string(JSON entry SET "${entry}" test "\"test_${num}_${slug}\"")
+    if(has_solution)
+      string(JSON entry SET "${entry}" solution_test "\"test_${num}_${slug}_solution\"")
+    endif()
+  endif()
+  string(JSON count LENGTH "${manifest}" lessons)
+  string(JSON manifest SET "${manifest}" lessons ${count} "${entry}")
+  set_property(GLOBAL PROPERTY FUSIONLAB_MANIFEST "${manifest}")
+  file(WRITE "${CMAKE_BINARY_DIR}/fusionlab_manifest.json" "${manifest}\n")
 endfunction()

@@ -5,6 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#ifdef FUSIONLAB_HAVE_CJSON
+#include <cJSON.h>
+#endif
+
 int fl_test_gpu_count(void) { return fl_device_count(); }
 
 const char *fl_test_error_hint(cudaError_t e)
@@ -71,6 +75,12 @@ void fl_test_speed(const char *label, fl_variant *baseline, fl_variant *candidat
             t[1].gbs, t[1].pct_of_ceiling, ceiling, speedup, min_speedup,
             min_pct_ceiling);
 
+    int passed = t[0].check_ok && t[1].check_ok && !t[0].hidden_work &&
+                 !t[1].hidden_work && speedup >= min_speedup &&
+                 t[1].pct_of_ceiling >= min_pct_ceiling;
+    fl_test_speed_record(label, t[0].us.median, t[1].us.median, min_speedup,
+                         t[1].pct_of_ceiling, min_pct_ceiling, passed);
+
     for (int k = 0; k < 2; ++k) {
         cr_assert(t[k].check_ok != 0,
                   "%s %s: wrong after the timed runs (it was right before): %s",
@@ -92,4 +102,43 @@ void fl_test_speed(const char *label, fl_variant *baseline, fl_variant *candidat
               "enough threads to keep many loads in flight",
               t[1].name, label, t[1].gbs, t[1].pct_of_ceiling, ceiling,
               min_pct_ceiling);
+}
+
+void fl_test_speed_record(const char *label, double baseline_us, double candidate_us,
+                          double min_speedup, double pct_of_ceiling, double min_pct,
+                          int passed)
+{
+    const char *path = getenv("FUSIONLAB_SPEED_LOG");
+    if (path == NULL || path[0] == '\0') return;
+#ifdef FUSIONLAB_HAVE_CJSON
+    cJSON *o = cJSON_CreateObject();
+    if (o == NULL) return;
+    cJSON_AddStringToObject(o, "suite", criterion_current_suite ? criterion_current_suite->name : "");
+    cJSON_AddStringToObject(o, "test", criterion_current_test ? criterion_current_test->name : "");
+    cJSON_AddStringToObject(o, "label", label);
+    cJSON_AddNumberToObject(o, "baseline_us", baseline_us);
+    cJSON_AddNumberToObject(o, "candidate_us", candidate_us);
+    cJSON_AddNumberToObject(o, "speedup", candidate_us > 0.0 ? baseline_us / candidate_us : 0.0);
+    cJSON_AddNumberToObject(o, "min_speedup", min_speedup);
+    cJSON_AddNumberToObject(o, "pct_of_ceiling", pct_of_ceiling);
+    cJSON_AddNumberToObject(o, "min_pct", min_pct);
+    cJSON_AddBoolToObject(o, "passed", passed != 0);
+    char *line = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (line == NULL) return;
+    /* one write of one line: the grader reads whole lines only */
+    FILE *f = fopen(path, "a");
+    if (f != NULL) {
+        fprintf(f, "%s\n", line);
+        fclose(f);
+    } else {
+        fprintf(stderr, "FUSIONLAB_SPEED_LOG: cannot append to %s\n", path);
+    }
+    cJSON_free(line);
+#else
+    (void)label; (void)baseline_us; (void)candidate_us; (void)min_speedup;
+    (void)pct_of_ceiling; (void)min_pct; (void)passed;
+    fprintf(stderr, "FUSIONLAB_SPEED_LOG is set, but the tests were built without cJSON: "
+                    "no speed record written\n");
+#endif
 }

@@ -55,4 +55,15 @@ void *fl_test_host_alloc(size_t bytes);
 void fl_test_speed(const char *label, fl_variant *baseline, fl_variant *candidate,
                    double min_speedup, double min_pct_ceiling);
 
+/* The speed log the grader reads. When the environment variable
+ * FUSIONLAB_SPEED_LOG names a file, append one JSON line to it for the
+ * calling speed check: suite, test, label, the median times, speedup,
+ * % of the copy ceiling (0 where not judged), the thresholds and whether
+ * the check passes. fl_test_speed() calls it; a test with its own speed rule
+ * calls it before its asserts. Nothing is written when the variable is unset
+ * (or the tests were built without cJSON). */
+void fl_test_speed_record(const char *label, double baseline_us, double candidate_us,
+                          double min_speedup, double pct_of_ceiling, double min_pct,
+                          int passed);
+
 #endif /* FUSIONLAB_FL_TEST_H */

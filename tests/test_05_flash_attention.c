@@ -674,6 +674,10 @@ static void speed_case(const char *label, speed_ctx *base, speed_ctx *fused, dou
             "need >= %.2fx\n",
             label, t[0].name, t[0].us.median, t[0].tflops, t[1].name, t[1].us.median,
             t[1].tflops, speedup, min_speedup);
+    /* the grader's speed log: attention is judged by the ratio alone */
+    fl_test_speed_record(label, t[0].us.median, t[1].us.median, min_speedup, 0.0, 0.0,
+                         t[0].check_ok && t[1].check_ok && !t[0].hidden_work &&
+                             !t[1].hidden_work && speedup >= min_speedup);
     for (int k = 0; k < 2; ++k) {
         cr_assert(t[k].check_ok != 0, "%s %s: wrong after the timed runs (it was right before): %s",
                   t[k].name, label, t[k].check_msg);

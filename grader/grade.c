@@ -1,0 +1,557 @@
+/* grader/grade.c — fusionlab_grade: grade a batch of submissions.
+ *
+ *   ./lab grade SUBMISSION... [--out DIR] [--lessons 01,02] [--jobs N]
+ *
+ * (lab builds this program and runs it with --course and --manifest.) One
+ * scratch build of the course serves the whole batch: it is configured once
+ * with FUSIONLAB_STUDENT_ROOT pointing at a scratch folder, the harness and
+ * baselines are built once, and each lesson of each submission rebuilds only
+ * the student's library and the test program. Tests run one at a time, so
+ * speed tests have the GPU to themselves; --jobs is the build's parallelism.
+ * Before any submission, the worked solutions' speed suites run once: their
+ * times are the reference of the speed curve, on this GPU, in this run.
+ */
+#define _XOPEN_SOURCE 700
+#include "grade.h"
+#include "proc.h"
+
+#include <cJSON.h>
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef FUSIONLAB_SOURCE_DIR
+#define FUSIONLAB_SOURCE_DIR "."
+#endif
+#ifndef FUSIONLAB_MANIFEST
+#define FUSIONLAB_MANIFEST "build/fusionlab_manifest.json"
+#endif
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ./lab grade SUBMISSION... [options]\n"
+            "\n"
+            "  SUBMISSION        a folder, or a .tar.gz/.tgz/.tar/.zip archive, holding copies\n"
+            "                    of lesson files at their paths under lessons/\n"
+            "                    (01-vector-add/vector_add.cu), optionally under lessons/\n"
+            "  --out DIR         where results go (default: grade-out)\n"
+            "  --lessons LIST    lessons to grade, e.g. 01,02 (default: all in the rubric)\n"
+            "  --jobs N          parallel compile jobs (tests always run one at a time)\n"
+            "  --rubric FILE     points per check (default: grader/rubric.json)\n"
+            "  --arch LIST       CMAKE_CUDA_ARCHITECTURES of the scratch build\n"
+            "                    (default: native with a GPU, else the course default)\n"
+            "  --no-gpu          hide the GPU from the tests (GPU checks: not run)\n"
+            "  --suite-timeout S, --lesson-timeout S, --build-timeout S\n"
+            "                    wall-clock limits (default: from the rubric)\n"
+            "  --test-timeout S  Criterion's per-test limit for every test (default: each\n"
+            "                    suite's own)\n"
+            "  --work DIR        scratch folder (default: OUT/.work; kept between runs)\n"
+            "\n"
+            "Writes OUT/<submission>/results.json (Gradescope), report.md and logs/, and\n"
+            "OUT/roster.csv and OUT/junit.xml for the batch. FUSIONLAB_GRADE_SEED, when set,\n"
+            "is passed to the tests (it changes their inputs) and never written out.\n");
+}
+
+static char *make_id(const char *path, submission *subs, int n)
+{
+    char *base = xstrdup(path);
+    size_t len = strlen(base);
+    while (len > 1 && base[len - 1] == '/') base[--len] = '\0';
+    const char *b = path_base(base);
+    char *id = xstrdup(b);
+    static const char *const exts[] = {".tar.gz", ".tgz", ".tar", ".zip"};
+    for (size_t i = 0; i < 4; ++i)
+        if (ends_with(id, exts[i]) && strlen(id) > strlen(exts[i])) {
+            id[strlen(id) - strlen(exts[i])] = '\0';
+            break;
+        }
+    for (char *p = id; *p; ++p)
+        if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_' && *p != '.') *p = '_';
+    if (id[0] == '\0' || id[0] == '.') {
+        char *t = xasprintf("_%s", id);
+        free(id);
+        id = t;
+    }
+    char *unique = xstrdup(id);
+    for (int k = 2;; ++k) {
+        int clash = 0;
+        for (int i = 0; i < n; ++i)
+            if (subs[i].id && strcmp(subs[i].id, unique) == 0) clash = 1;
+        if (!clash) break;
+        free(unique);
+        unique = xasprintf("%s-%d", id, k);
+    }
+    free(id);
+    free(base);
+    return unique;
+}
+
+static int parse_lessons(grader *g, const char *list)
+{
+    char *copy = xstrdup(list);
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char num[3] = {0};
+        if (isdigit((unsigned char)tok[0]) && !isdigit((unsigned char)tok[1])) {
+            num[0] = '0';
+            num[1] = tok[0];
+        } else if (isdigit((unsigned char)tok[0]) && isdigit((unsigned char)tok[1])) {
+            num[0] = tok[0];
+            num[1] = tok[1];
+        } else {
+            fprintf(stderr, "fusionlab_grade: '%s' is not a lesson number\n", tok);
+            free(copy);
+            return -1;
+        }
+        if (!strlist_has(&g->lessons, num)) strlist_add(&g->lessons, num);
+    }
+    free(copy);
+    return 0;
+}
+
+static void detect_gpu(grader *g)
+{
+    if (g->no_gpu) return;
+    char *argv[] = {"nvidia-smi", "--query-gpu=name", "--format=csv,noheader", NULL};
+    proc_opts o = {.timeout_s = 30};
+    proc_result r;
+    if (proc_run(argv, &o, &r) == 0 && r.output[0]) {
+        char *nl = strchr(r.output, '\n');
+        if (nl) *nl = '\0';
+        g->gpu = 1;
+        g->gpu_name = xstrdup(r.output);
+    }
+    proc_result_free(&r);
+}
+
+/* The scratch student root holds every lesson's skeleton until a
+ * submission's files replace them (the build needs a file at every path). */
+static int seed_student_root(grader *g)
+{
+    rm_rf(g->student_root);
+    for (int i = 0; i < g->man.n; ++i) {
+        const lesson_info *li = &g->man.lessons[i];
+        char *dir = path_join(g->student_root, li->name);
+        if (mkdir_p(dir) != 0) {
+            free(dir);
+            return -1;
+        }
+        for (int k = 0; k < li->exercise.n; ++k) {
+            char *src = xasprintf("%s/lessons/%s/%s", g->course, li->name, li->exercise.v[k]);
+            char *dst = path_join(dir, li->exercise.v[k]);
+            int rc = copy_file(src, dst);
+            free(src);
+            free(dst);
+            if (rc != 0) {
+                free(dir);
+                return -1;
+            }
+        }
+        free(dir);
+    }
+    return 0;
+}
+
+static void setup_failed(grader *g, const char *what, const char *output)
+{
+    char *tail = output ? trim_middle(output, 200, 2500) : xstrdup("");
+    char *clean = scrub(g, tail);
+    g->setup_error = xasprintf("%s", what);
+    fprintf(stderr, "fusionlab_grade: %s\n%s\n", what, clean);
+    free(tail);
+    free(clean);
+}
+
+static int setup(grader *g)
+{
+    if (seed_student_root(g) != 0) {
+        setup_failed(g, "could not copy the lesson skeletons into the scratch folder", NULL);
+        return -1;
+    }
+    mkdir_p(g->build);
+    mkdir_p(g->run_dir);
+    char *root_def = xasprintf("-DFUSIONLAB_STUDENT_ROOT=%s", g->student_root);
+    char *arch_def = NULL;
+    if (g->arch) arch_def = xasprintf("-DCMAKE_CUDA_ARCHITECTURES=%s", g->arch);
+    else if (g->gpu) arch_def = xstrdup("-DCMAKE_CUDA_ARCHITECTURES=native");
+    char *argv[] = {"cmake", "-S", g->course, "-B", g->build, "-DCMAKE_BUILD_TYPE=Release",
+                    root_def, arch_def, NULL};
+    fprintf(stderr, "== configuring the scratch build (%s)\n",
+            arch_def ? arch_def + 2 : "default CUDA architectures");
+    proc_opts o = {.timeout_s = 900};
+    proc_result r;
+    int rc = proc_run(argv, &o, &r);
+    free(root_def);
+    free(arch_def);
+    if (rc != 0) {
+        setup_failed(g, "CMake could not configure the course for grading", r.output);
+        proc_result_free(&r);
+        return -1;
+    }
+    proc_result_free(&r);
+
+    /* the scratch build's own manifest is the one that matches its build */
+    char *mpath = path_join(g->build, "fusionlab_manifest.json");
+    manifest m2;
+    char *err = NULL;
+    if (manifest_load(mpath, &m2, &err) != 0) {
+        setup_failed(g, err, NULL);
+        free(err);
+        free(mpath);
+        return -1;
+    }
+    free(mpath);
+    if (m2.student_root == NULL || strcmp(m2.student_root, g->student_root) != 0 ||
+        m2.n != g->man.n) {
+        setup_failed(g, "the scratch build does not use the scratch student folder (a stale "
+                        "--work folder? remove it)", NULL);
+        manifest_free(&m2);
+        return -1;
+    }
+    manifest_free(&m2);
+
+    /* what every submission shares, built once */
+    strlist targets = {0};
+    strlist_add(&targets, "fusionlab_common");
+    strlist_add(&targets, "fusionlab_testlib");
+    for (int i = 0; i < g->lessons.n; ++i) {
+        const lesson_info *li = manifest_find(&g->man, g->lessons.v[i]);
+        strlist_addf(&targets, "lesson%s_baseline", li->number);
+        for (int k = 0; k < li->tools.n; ++k) strlist_add(&targets, li->tools.v[k]);
+        if (g->gpu && li->solution_test) strlist_add(&targets, li->solution_test);
+    }
+    char jobs[16];
+    snprintf(jobs, sizeof jobs, "%d", g->jobs);
+    char **bargv = xcalloc((size_t)(6 + 2 * targets.n), sizeof *bargv);
+    int k = 0;
+    bargv[k++] = "cmake";
+    bargv[k++] = "--build";
+    bargv[k++] = g->build;
+    bargv[k++] = "--parallel";
+    bargv[k++] = jobs;
+    for (int i = 0; i < targets.n; ++i) {
+        bargv[k++] = "--target";
+        bargv[k++] = targets.v[i];
+    }
+    fprintf(stderr, "== building the harness, baselines%s (%d jobs)\n",
+            g->gpu ? " and worked solutions" : "", g->jobs);
+    proc_opts bo = {.timeout_s = g->build_timeout * 2, .head = 1 << 20, .tail = 1 << 20};
+    double t0 = now_s();
+    rc = proc_run(bargv, &bo, &r);
+    free(bargv);
+    strlist_free(&targets);
+    if (rc != 0) {
+        setup_failed(g, "the course's own code (harness, baselines or solutions) did not build",
+                     r.output);
+        proc_result_free(&r);
+        return -1;
+    }
+    fprintf(stderr, "   built in %.1f s\n", now_s() - t0);
+    proc_result_free(&r);
+    return 0;
+}
+
+/* The batch cannot start (a bad rubric, no manifest, ...): say so, and still
+ * leave a results.json for every submission, so no course tool finds none. */
+static int config_fail(const char *out, const strlist *paths, char *why)
+{
+    fprintf(stderr, "fusionlab_grade: %s\n", why);
+    if (mkdir_p(out) == 0) {
+        submission *ids = xcalloc((size_t)paths->n, sizeof *ids);
+        for (int i = 0; i < paths->n; ++i) {
+            ids[i].id = make_id(paths->v[i], ids, i);
+            char *dir = path_join(out, ids[i].id);
+            mkdir_p(dir);
+            cJSON *r = cJSON_CreateObject();
+            char *msg = xasprintf("not graded: the grader could not start: %s", why);
+            utf8_sanitize(msg);
+            cJSON_AddNumberToObject(r, "score", 0);
+            cJSON_AddStringToObject(r, "output", msg);
+            cJSON_AddStringToObject(r, "visibility", "visible");
+            cJSON_AddItemToObject(r, "tests", cJSON_CreateArray());
+            char *text = cJSON_Print(r);
+            char *path = path_join(dir, "results.json");
+            if (text) write_file_atomic(path, text, strlen(text));
+            cJSON_free(text);
+            cJSON_Delete(r);
+            free(path);
+            free(msg);
+            free(dir);
+        }
+        for (int i = 0; i < paths->n; ++i) free(ids[i].id);
+        free(ids);
+    }
+    free(why);
+    return 2;
+}
+
+static void total(submission *s)
+{
+    s->score = s->max = 0.0;
+    for (int i = 0; i < s->n_lessons; ++i) {
+        s->score += s->lessons[i].score;
+        s->max += s->lessons[i].max;
+    }
+}
+
+static void lesson_result_free(lesson_result *lr)
+{
+    for (int i = 0; i < lr->n_checks; ++i) free(lr->checks[i].output);
+    free(lr->checks);
+    free(lr->summary);
+    free(lr->detail);
+    strlist_free(&lr->notes);
+}
+
+static void grader_free(grader *g)
+{
+    free(g->course); free(g->out); free(g->work); free(g->student_root); free(g->build);
+    free(g->run_dir); free(g->rubric_path); free(g->gpu_name); free(g->arch);
+    free(g->setup_error);
+    manifest_free(&g->man);
+    rubric_free(&g->rub);
+    strlist_free(&g->lessons);
+    strlist_free(&g->reference_notes);
+    for (int i = 0; i < g->reference.n; ++i) {
+        free(g->reference.v[i].suite);
+        free(g->reference.v[i].test);
+        free(g->reference.v[i].label);
+    }
+    free(g->reference.v);
+}
+
+int main(int argc, char **argv)
+{
+    proc_install_signal_handlers();
+    grader g;
+    memset(&g, 0, sizeof g);
+    g.t0 = now_s();
+    const char *course = FUSIONLAB_SOURCE_DIR, *manifest_path = FUSIONLAB_MANIFEST;
+    const char *out = "grade-out", *work = NULL, *rubric_path = NULL, *lessons = NULL;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    g.jobs = cpus > 0 ? (int)cpus : 2;
+    double suite_t = 0, lesson_t = 0, build_t = 0;
+    strlist paths = {0};
+    int opts_done = 0;
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+#define TAKE(var)                                                                  \
+    do {                                                                           \
+        if (val == NULL) {                                                         \
+            fprintf(stderr, "fusionlab_grade: %s needs a value\n", a);             \
+            return 2;                                                              \
+        }                                                                          \
+        var = val;                                                                 \
+        ++i;                                                                       \
+    } while (0)
+        if (opts_done || a[0] != '-' || strcmp(a, "-") == 0) {
+            strlist_add(&paths, a);
+        } else if (strcmp(a, "--") == 0) {
+            opts_done = 1;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--out") == 0) {
+            TAKE(out);
+        } else if (strcmp(a, "--work") == 0) {
+            TAKE(work);
+        } else if (strcmp(a, "--course") == 0) {
+            TAKE(course);
+        } else if (strcmp(a, "--manifest") == 0) {
+            TAKE(manifest_path);
+        } else if (strcmp(a, "--rubric") == 0) {
+            TAKE(rubric_path);
+        } else if (strcmp(a, "--lessons") == 0) {
+            TAKE(lessons);
+        } else if (strcmp(a, "--arch") == 0) {
+            const char *v;
+            TAKE(v);
+            g.arch = xstrdup(v);
+        } else if (strcmp(a, "--no-gpu") == 0) {
+            g.no_gpu = 1;
+        } else if (strcmp(a, "--jobs") == 0 || strcmp(a, "--suite-timeout") == 0 ||
+                   strcmp(a, "--lesson-timeout") == 0 || strcmp(a, "--build-timeout") == 0 ||
+                   strcmp(a, "--test-timeout") == 0) {
+            const char *v;
+            TAKE(v);
+            char *end = NULL;
+            double x = strtod(v, &end);
+            if (end == v || *end != '\0' || x <= 0) {
+                fprintf(stderr, "fusionlab_grade: %s needs a positive number, not '%s'\n", a, v);
+                return 2;
+            }
+            if (strcmp(a, "--jobs") == 0) g.jobs = (int)x;
+            else if (strcmp(a, "--suite-timeout") == 0) suite_t = x;
+            else if (strcmp(a, "--lesson-timeout") == 0) lesson_t = x;
+            else if (strcmp(a, "--build-timeout") == 0) build_t = x;
+            else g.test_timeout = x;
+        } else {
+            fprintf(stderr, "fusionlab_grade: unknown option %s\n\n", a);
+            usage(stderr);
+            return 2;
+        }
+#undef TAKE
+    }
+    if (paths.n == 0) {
+        usage(stderr);
+        return 2;
+    }
+
+    g.course = abs_path(course);
+    if (g.course == NULL || !is_dir(g.course)) {
+        return config_fail(out, &paths, xasprintf("no course tree at %s", course));
+    }
+    g.rubric_path = rubric_path ? xstrdup(rubric_path) : path_join(g.course, "grader/rubric.json");
+    char *err = NULL;
+    if (rubric_load(g.rubric_path, &g.rub, &err) != 0) {
+        return config_fail(out, &paths, err);
+    }
+    if (manifest_load(manifest_path, &g.man, &err) != 0) {
+        return config_fail(out, &paths, err);
+    }
+    g.build_timeout = build_t > 0 ? build_t : g.rub.build_timeout_s;
+    g.suite_timeout = suite_t > 0 ? suite_t : g.rub.suite_timeout_s;
+    g.lesson_timeout = lesson_t > 0 ? lesson_t : g.rub.lesson_timeout_s;
+    if (lessons) {
+        if (parse_lessons(&g, lessons) != 0)
+            return config_fail(out, &paths, xasprintf("--lessons %s: not a list of lesson numbers",
+                                                      lessons));
+    } else {
+        for (int i = 0; i < g.man.n; ++i)
+            if (rubric_find(&g.rub, g.man.lessons[i].number))
+                strlist_add(&g.lessons, g.man.lessons[i].number);
+    }
+    for (int i = 0; i < g.lessons.n; ++i) {
+        const lesson_info *li = manifest_find(&g.man, g.lessons.v[i]);
+        if (li == NULL || li->test == NULL) {
+            return config_fail(out, &paths,
+                               xasprintf("lesson %s is not in this course's build%s",
+                                         g.lessons.v[i],
+                                         li ? " (no tests: is Criterion installed?)" : ""));
+        }
+        if (rubric_find(&g.rub, g.lessons.v[i]) == NULL) {
+            return config_fail(out, &paths, xasprintf("lesson %s has no entry in %s",
+                                                      g.lessons.v[i], g.rubric_path));
+        }
+    }
+    g.seed = getenv("FUSIONLAB_GRADE_SEED");
+
+    if (mkdir_p(out) != 0) {
+        fprintf(stderr, "fusionlab_grade: cannot create %s\n", out);
+        return 2;
+    }
+    g.out = abs_path(out);
+    char *w = work ? xstrdup(work) : path_join(g.out, ".work");
+    mkdir_p(w);
+    g.work = abs_path(w);
+    free(w);
+    if (g.work == NULL) {
+        return config_fail(out, &paths, xstrdup("cannot create the scratch folder"));
+    }
+    g.student_root = path_join(g.work, "student");
+    g.build = path_join(g.work, "build");
+    g.run_dir = path_join(g.work, "run");
+
+    /* every submission gets its results.json before anything can go wrong */
+    submission *subs = xcalloc((size_t)paths.n, sizeof *subs);
+    for (int i = 0; i < paths.n; ++i) {
+        submission *s = &subs[i];
+        s->path = xstrdup(paths.v[i]);
+        s->id = make_id(paths.v[i], subs, i);
+        s->outdir = path_join(g.out, s->id);
+        rm_rf(s->outdir);
+        mkdir_p(s->outdir);
+        intake_load(s->path, &g.man, g.rub.max_file_bytes, &s->in);
+        s->n_lessons = g.lessons.n;
+        s->lessons = xcalloc((size_t)g.lessons.n, sizeof *s->lessons);
+        for (int k = 0; k < g.lessons.n; ++k) {
+            lesson_result *lr = &s->lessons[k];
+            lr->li = manifest_find(&g.man, g.lessons.v[k]);
+            lr->rl = rubric_find(&g.rub, g.lessons.v[k]);
+            lr->state = L_INTERRUPTED;
+            lr->summary = xstrdup("not graded yet");
+            for (int c = 0; c < lr->rl->n; ++c) lr->max += lr->rl->checks[c].points;
+        }
+        total(s);
+        write_results_json(&g, s);
+    }
+
+    detect_gpu(&g);
+    fprintf(stderr, "== fusion-lab grade: %d submission%s, lesson%s", paths.n,
+            paths.n == 1 ? "" : "s", g.lessons.n == 1 ? "" : "s");
+    for (int i = 0; i < g.lessons.n; ++i) fprintf(stderr, " %s", g.lessons.v[i]);
+    fprintf(stderr, "; GPU: %s\n", g.gpu ? g.gpu_name
+                                         : g.no_gpu ? "hidden (--no-gpu)" : "none (GPU checks will not run)");
+    g.ready = setup(&g) == 0;
+
+    if (g.ready && g.gpu) {
+        for (int i = 0; i < g.lessons.n; ++i)
+            run_reference(&g, manifest_find(&g.man, g.lessons.v[i]),
+                          rubric_find(&g.rub, g.lessons.v[i]));
+        for (int i = 0; i < g.reference_notes.n; ++i)
+            fprintf(stderr, "   %s\n", g.reference_notes.v[i]);
+    }
+
+    for (int i = 0; i < paths.n; ++i) {
+        submission *s = &subs[i];
+        double t0 = now_s();
+        if (s->in.refused) fprintf(stderr, "[%d/%d] %s: refused: %s\n", i + 1, paths.n, s->id,
+                                   s->in.refusal);
+        for (int k = 0; k < s->n_lessons; ++k) {
+            lesson_result *lr = &s->lessons[k];
+            lesson_result_free(lr);
+            memset(lr, 0, sizeof *lr);
+            lr->li = manifest_find(&g.man, g.lessons.v[k]);
+            lr->rl = rubric_find(&g.rub, g.lessons.v[k]);
+            char *progress = xasprintf("[%d/%d] %s %s", i + 1, paths.n, s->id, lr->li->name);
+            double tl = now_s();
+            grade_lesson(&g, s, lr, progress);
+            fprintf(stderr, "%s: %.2f / %.2f  %s  (%.0f s; %.0f s since start)\n", progress,
+                    lr->score, lr->max, lr->summary ? lr->summary : "", now_s() - tl,
+                    now_s() - g.t0);
+            free(progress);
+            total(s);
+            s->elapsed_s = now_s() - t0;
+            write_results_json(&g, s);
+        }
+        s->done = !proc_interrupted();
+        s->elapsed_s = now_s() - t0;
+        total(s);
+        write_results_json(&g, s);
+        write_report_md(&g, s);
+        write_roster_csv(&g, subs, paths.n);
+        write_junit_xml(&g, subs, paths.n);
+    }
+    write_roster_csv(&g, subs, paths.n);
+    write_junit_xml(&g, subs, paths.n);
+
+    fprintf(stderr, "\n%-24s %10s %10s  %s\n", "submission", "score", "max", "status");
+    for (int i = 0; i < paths.n; ++i) {
+        submission *s = &subs[i];
+        char *st = submission_status(s);
+        fprintf(stderr, "%-24s %10.2f %10.2f  %s\n", s->id, s->score, s->max, st);
+        free(st);
+    }
+    fprintf(stderr, "\nresults: %s/<submission>/results.json, report.md; %s/roster.csv, "
+            "junit.xml (%.0f s)\n", g.out, g.out, now_s() - g.t0);
+    if (!g.gpu)
+        fprintf(stderr, "no GPU was used: the GPU checks say \"not run: no CUDA device\"\n");
+
+    for (int i = 0; i < paths.n; ++i) {
+        for (int k = 0; k < subs[i].n_lessons; ++k) lesson_result_free(&subs[i].lessons[k]);
+        free(subs[i].lessons);
+        intake_free(&subs[i].in);
+        free(subs[i].id);
+        free(subs[i].path);
+        free(subs[i].outdir);
+    }
+    free(subs);
+    strlist_free(&paths);
+    int rc = proc_interrupted() ? 130 : g.ready ? 0 : 1;
+    grader_free(&g);
+    return rc;
+}

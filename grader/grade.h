@@ -1,0 +1,113 @@
+/* grader/grade.h — the grader's state: one batch, its submissions, their
+ * lessons and checks. grade.c drives it; lesson.c grades one lesson of one
+ * submission; report.c writes what course tools read.
+ */
+#ifndef FUSIONLAB_GRADER_GRADE_H
+#define FUSIONLAB_GRADER_GRADE_H
+
+#include "intake.h"
+#include "manifest.h"
+#include "rubric.h"
+#include "util.h"
+
+/* One line of a speed log (tests/fl_test.c, fl_test_speed_record). */
+typedef struct {
+    char lesson[3];      /* reference records: the lesson they time ("01") */
+    char *suite, *test, *label;
+    double baseline_us, candidate_us, speedup, min_speedup, pct_of_ceiling, min_pct;
+    int passed;
+} speed_rec;
+
+typedef struct {
+    speed_rec *v;
+    int n;
+} speed_log;
+
+/* The batch. */
+typedef struct {
+    char *course;        /* the pristine course tree */
+    char *out;           /* output folder */
+    char *work;          /* scratch: student root, build, run folder */
+    char *student_root;
+    char *build;
+    char *run_dir;
+    char *rubric_path;
+    manifest man;
+    rubric rub;
+    strlist lessons;     /* numbers to grade, in order */
+    int jobs;            /* build parallelism */
+    int gpu;             /* a CUDA device is visible and used */
+    int no_gpu;          /* --no-gpu: hide devices from the tests */
+    char *gpu_name;
+    char *arch;          /* CMAKE_CUDA_ARCHITECTURES for the scratch build, or NULL */
+    double build_timeout, suite_timeout, lesson_timeout, test_timeout;
+    const char *seed;    /* FUSIONLAB_GRADE_SEED, scrubbed from every output */
+    speed_log reference; /* the worked solutions' speed, this GPU, this run */
+    strlist reference_notes;
+    int ready;           /* the scratch build is configured */
+    char *setup_error;   /* why it is not */
+    double t0;
+} grader;
+
+typedef enum { ST_PASSED, ST_PARTIAL, ST_FAILED, ST_NOT_RUN } check_status;
+
+typedef struct {
+    const rubric_check *rc;
+    double score, max;
+    check_status status;
+    char *output;
+} check_result;
+
+typedef enum {
+    L_GRADED,         /* its checks ran (some may say "not run: no CUDA device") */
+    L_NOT_SUBMITTED,
+    L_REFUSED,        /* a file of it (or the whole submission) was refused */
+    L_BUILD_FAILED,   /* compile or link error */
+    L_LINK_REFUSED,   /* a student file defines a symbol of the harness */
+    L_SETUP_FAILED,   /* the grader could not prepare the course build */
+    L_INTERRUPTED,
+} lesson_state;
+
+typedef struct {
+    const lesson_info *li;
+    const rubric_lesson *rl;
+    lesson_state state;
+    char *summary;       /* one line */
+    char *detail;        /* compile errors, refusal reasons (may be NULL) */
+    strlist notes;
+    check_result *checks;
+    int n_checks;
+    double score, max;
+    double build_s, run_s;
+    int not_run_no_gpu;  /* checks not run for want of a GPU */
+    int n_killed;        /* suites stopped at their wall-clock limit, or silent */
+} lesson_result;
+
+typedef struct {
+    char *id;            /* folder name under out/ */
+    char *path;
+    char *outdir;
+    intake in;
+    lesson_result *lessons;
+    int n_lessons;
+    double score, max, elapsed_s;
+    int done;            /* all lessons graded */
+} submission;
+
+/* lesson.c */
+void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progress);
+/* Run a solution test's speed suites and keep their records (reference). */
+void run_reference(grader *g, const lesson_info *li, const rubric_lesson *rl);
+char *scrub(const grader *g, const char *text);
+const char *lesson_state_name(lesson_state s);
+const char *check_status_name(check_status s);
+
+/* report.c */
+void write_results_json(const grader *g, const submission *s);
+void write_report_md(const grader *g, const submission *s);
+void write_roster_csv(const grader *g, submission *subs, int n);
+void write_junit_xml(const grader *g, submission *subs, int n);
+/* "ok", "refused", "01: build failed; 02: not submitted", ... */
+char *submission_status(const submission *s);
+
+#endif /* FUSIONLAB_GRADER_GRADE_H */

@@ -1,0 +1,108 @@
+/* grader/manifest.c — see manifest.h. */
+#include "manifest.h"
+
+#include <cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *json_str(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) && v->valuestring ? xstrdup(v->valuestring) : NULL;
+}
+
+static int json_strlist(const cJSON *o, const char *key, strlist *out)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (a == NULL) return 0;
+    if (!cJSON_IsArray(a)) return -1;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, a)
+    {
+        if (!cJSON_IsString(it)) return -1;
+        strlist_add(out, it->valuestring);
+    }
+    return 0;
+}
+
+/* A file name a student may submit: no folders, nothing hidden. */
+static int plain_name(const char *s)
+{
+    if (s[0] == '\0' || s[0] == '.' || s[0] == '-') return 0;
+    for (const char *p = s; *p; ++p)
+        if (!(('a' <= *p && *p <= 'z') || ('A' <= *p && *p <= 'Z') || ('0' <= *p && *p <= '9') ||
+              *p == '_' || *p == '.' || *p == '-'))
+            return 0;
+    return 1;
+}
+
+int manifest_load(const char *path, manifest *m, char **err)
+{
+    memset(m, 0, sizeof *m);
+    size_t len = 0;
+    char *text = read_file(path, 1 << 20, &len, NULL);
+    if (text == NULL) {
+        *err = xasprintf("cannot read the manifest %s (configure the course first: ./lab test)",
+                         path);
+        return -1;
+    }
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    if (root == NULL) {
+        *err = xasprintf("%s is not valid JSON", path);
+        return -1;
+    }
+    const cJSON *lessons = cJSON_GetObjectItemCaseSensitive(root, "lessons");
+    if (!cJSON_IsArray(lessons)) {
+        *err = xasprintf("%s has no \"lessons\" list", path);
+        cJSON_Delete(root);
+        return -1;
+    }
+    m->student_root = json_str(root, "student_root");
+    int n = cJSON_GetArraySize(lessons);
+    m->lessons = xcalloc((size_t)n, sizeof *m->lessons);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, lessons)
+    {
+        lesson_info *l = &m->lessons[m->n];
+        l->name = json_str(it, "name");
+        l->number = json_str(it, "number");
+        l->slug = json_str(it, "slug");
+        l->test = json_str(it, "test");
+        l->solution_test = json_str(it, "solution_test");
+        int bad = l->name == NULL || l->number == NULL || strlen(l->number) != 2 ||
+                  json_strlist(it, "exercise", &l->exercise) != 0 || l->exercise.n == 0 ||
+                  json_strlist(it, "tools", &l->tools) != 0;
+        for (int i = 0; !bad && i < l->exercise.n; ++i)
+            if (!plain_name(l->exercise.v[i])) bad = 1;
+        if (!bad && !plain_name(l->name)) bad = 1;
+        m->n++;
+        if (bad) {
+            *err = xasprintf("%s: lesson entry %d is malformed", path, m->n);
+            cJSON_Delete(root);
+            return -1;
+        }
+    }
+    cJSON_Delete(root);
+    return 0;
+}
+
+const lesson_info *manifest_find(const manifest *m, const char *number)
+{
+    for (int i = 0; i < m->n; ++i)
+        if (strcmp(m->lessons[i].number, number) == 0) return &m->lessons[i];
+    return NULL;
+}
+
+void manifest_free(manifest *m)
+{
+    for (int i = 0; i < m->n; ++i) {
+        lesson_info *l = &m->lessons[i];
+        free(l->name); free(l->number); free(l->slug); free(l->test); free(l->solution_test);
+        strlist_free(&l->exercise);
+        strlist_free(&l->tools);
+    }
+    free(m->lessons);
+    free(m->student_root);
+    memset(m, 0, sizeof *m);
+}

@@ -1,0 +1,46 @@
+/* grader/proc.h — run a program with a hard wall-clock limit.
+ *
+ * The program runs in a process group of its own, with stdout and stderr
+ * captured together (the first `head` and the last `tail` bytes are kept,
+ * so a test that prints forever cannot fill the grader's memory). At the
+ * limit the whole group gets SIGTERM, then SIGKILL `grace_s` later: a
+ * Criterion runner and every test process it forked die together. After a
+ * normal exit whatever is left of the group is killed too (a forked test
+ * stuck on the GPU). No shell is involved: argv goes to execvp as it is.
+ */
+#ifndef FUSIONLAB_GRADER_PROC_H
+#define FUSIONLAB_GRADER_PROC_H
+
+#include <stddef.h>
+
+typedef struct {
+    double timeout_s;      /* 0: no limit */
+    double grace_s;        /* SIGTERM -> SIGKILL (default 5 s) */
+    const char *cwd;       /* NULL: the grader's */
+    const char *const *env_set;   /* "NAME=value" entries to set, NULL-ended */
+    const char *const *env_unset; /* names to remove, NULL-ended */
+    size_t head, tail;     /* output kept (defaults 256 KiB each) */
+    int discard_stderr;    /* 1: stderr to /dev/null (default: with stdout) */
+} proc_opts;
+
+typedef struct {
+    int started;           /* 0: fork or exec failed (see output) */
+    int exit_code;         /* when it exited */
+    int term_signal;       /* when a signal ended it (0 otherwise) */
+    int timed_out;         /* killed at the limit */
+    int interrupted;       /* the grader was asked to stop (SIGINT/SIGTERM) */
+    double elapsed_s;
+    char *output;          /* stdout + stderr, head and tail; never NULL */
+    size_t output_bytes;   /* all that was printed, kept or not */
+} proc_result;
+
+/* Run argv[0] (searched on PATH). Returns 0 when it exited with status 0. */
+int proc_run(char *const argv[], const proc_opts *o, proc_result *r);
+void proc_result_free(proc_result *r);
+
+/* Install SIGINT/SIGTERM handlers that stop the running child and make
+ * proc_interrupted() true (the grader then writes what it has and stops). */
+void proc_install_signal_handlers(void);
+int proc_interrupted(void);
+
+#endif /* FUSIONLAB_GRADER_PROC_H */

@@ -1,0 +1,218 @@
+/* grader/rubric.c — see rubric.h. */
+#include "rubric.h"
+#include "util.h"
+
+#include <cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *check_kind_name(check_kind k)
+{
+    switch (k) {
+    case KIND_CORRECTNESS: return "correctness";
+    case KIND_EDGE: return "edge";
+    case KIND_SPEED: return "speed";
+    case KIND_SANITIZER: return "sanitizer";
+    }
+    return "?";
+}
+
+static int kind_from(const char *s, check_kind *k)
+{
+    static const check_kind all[] = {KIND_CORRECTNESS, KIND_EDGE, KIND_SPEED, KIND_SANITIZER};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i)
+        if (strcmp(s, check_kind_name(all[i])) == 0) {
+            *k = all[i];
+            return 0;
+        }
+    return -1;
+}
+
+static double num_or(const cJSON *o, const char *key, double dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+static char *str_or(const cJSON *o, const char *key, const char *dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (cJSON_IsString(v) && v->valuestring) return xstrdup(v->valuestring);
+    return dflt ? xstrdup(dflt) : NULL;
+}
+
+static int load_check(const cJSON *c, rubric_check *k, const char *where, char **err)
+{
+    memset(k, 0, sizeof *k);
+    if (!cJSON_IsObject(c)) {
+        *err = xasprintf("%s: a check must be an object", where);
+        return -1;
+    }
+    k->id = str_or(c, "id", NULL);
+    k->name = str_or(c, "name", NULL);
+    char *kind = str_or(c, "kind", NULL);
+    k->suite = str_or(c, "suite", NULL);
+    k->test = str_or(c, "test", NULL);
+    k->visibility = str_or(c, "visibility", "visible");
+    const cJSON *pts = cJSON_GetObjectItemCaseSensitive(c, "points");
+    k->points = cJSON_IsNumber(pts) ? pts->valuedouble : -1.0;
+    k->expect_cases = (int)num_or(c, "expect_cases", 0);
+    int rc = 0;
+    if (k->id == NULL || k->name == NULL) {
+        *err = xasprintf("%s: every check needs an \"id\" and a \"name\"", where);
+        rc = -1;
+    } else if (kind == NULL || kind_from(kind, &k->kind) != 0) {
+        *err = xasprintf("%s (%s): \"kind\" must be correctness, edge, speed or sanitizer", where,
+                         k->id);
+        rc = -1;
+    } else if (k->points < 0) {
+        *err = xasprintf("%s (%s): \"points\" must be a number >= 0", where, k->id);
+        rc = -1;
+    } else if (k->kind == KIND_SANITIZER && k->points > 0) {
+        *err = xasprintf("%s (%s): sanitizer checks are not implemented yet: give them 0 points",
+                         where, k->id);
+        rc = -1;
+    } else if (k->kind != KIND_SANITIZER && k->suite == NULL) {
+        *err = xasprintf("%s (%s): name the Criterion \"suite\" of the check", where, k->id);
+        rc = -1;
+    }
+    free(kind);
+    if (rc != 0) return rc;
+
+    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(c, "cases");
+    if (cases != NULL) {
+        if (!cJSON_IsArray(cases) || cJSON_GetArraySize(cases) == 0) {
+            *err = xasprintf("%s (%s): \"cases\" must be a non-empty list of indices", where, k->id);
+            return -1;
+        }
+        k->n_cases = cJSON_GetArraySize(cases);
+        k->cases = xcalloc((size_t)k->n_cases, sizeof *k->cases);
+        int i = 0;
+        const cJSON *it;
+        cJSON_ArrayForEach(it, cases)
+        {
+            if (!cJSON_IsNumber(it) || it->valueint < 0 ||
+                (k->expect_cases > 0 && it->valueint >= k->expect_cases)) {
+                *err = xasprintf("%s (%s): case indices must be 0 .. expect_cases-1", where, k->id);
+                return -1;
+            }
+            k->cases[i++] = it->valueint;
+        }
+        if (k->test == NULL) {
+            *err = xasprintf("%s (%s): \"cases\" needs the \"test\" they index", where, k->id);
+            return -1;
+        }
+    }
+    static const char *const vis[] = {"visible", "hidden", "after_due_date", "after_published"};
+    int vis_ok = 0;
+    for (size_t i = 0; i < 4; ++i)
+        if (strcmp(k->visibility, vis[i]) == 0) vis_ok = 1;
+    if (!vis_ok) {
+        *err = xasprintf("%s (%s): \"visibility\" must be visible, hidden, after_due_date or "
+                         "after_published", where, k->id);
+        return -1;
+    }
+    return 0;
+}
+
+int rubric_load(const char *path, rubric *r, char **err)
+{
+    memset(r, 0, sizeof *r);
+    size_t len = 0;
+    char *text = read_file(path, 1 << 20, &len, NULL);
+    if (text == NULL) {
+        *err = xasprintf("cannot read the rubric %s", path);
+        return -1;
+    }
+    cJSON *root = cJSON_Parse(text);
+    if (root == NULL) {
+        const char *at = cJSON_GetErrorPtr();
+        long line = 1;
+        for (const char *p = text; at && p < at && *p; ++p)
+            if (*p == '\n') ++line;
+        *err = xasprintf("%s is not valid JSON (near line %ld)", path, line);
+        free(text);
+        return -1;
+    }
+    free(text);
+    const cJSON *speed = cJSON_GetObjectItemCaseSensitive(root, "speed");
+    const cJSON *limits = cJSON_GetObjectItemCaseSensitive(root, "limits");
+    r->speed_full_within = num_or(speed, "full_marks_within", 1.2);
+    r->speed_floor = num_or(speed, "floor", 0.5);
+    r->build_timeout_s = num_or(limits, "build_timeout_s", 900);
+    r->suite_timeout_s = num_or(limits, "suite_timeout_s", 600);
+    r->lesson_timeout_s = num_or(limits, "lesson_timeout_s", 1800);
+    r->max_file_bytes = (long)num_or(limits, "max_file_bytes", 1 << 20);
+    int rc = 0;
+    if (r->speed_full_within < 1.0 || r->speed_floor < 0.0 || r->speed_floor > 1.0) {
+        *err = xasprintf("%s: speed.full_marks_within must be >= 1 and speed.floor in [0, 1]", path);
+        rc = -1;
+    }
+    const cJSON *lessons = cJSON_GetObjectItemCaseSensitive(root, "lessons");
+    if (rc == 0 && !cJSON_IsObject(lessons)) {
+        *err = xasprintf("%s: \"lessons\" must be an object keyed by lesson number (\"01\")", path);
+        rc = -1;
+    }
+    if (rc == 0) {
+        int n = cJSON_GetArraySize(lessons);
+        r->lessons = xcalloc((size_t)n, sizeof *r->lessons);
+        const cJSON *ls;
+        cJSON_ArrayForEach(ls, lessons)
+        {
+            rubric_lesson *l = &r->lessons[r->n++];
+            l->number = xstrdup(ls->string);
+            l->title = str_or(ls, "title", ls->string);
+            const cJSON *checks = cJSON_GetObjectItemCaseSensitive(ls, "checks");
+            if (strlen(l->number) != 2 || !cJSON_IsArray(checks)) {
+                *err = xasprintf("%s: lesson \"%s\" needs a two-digit key and a \"checks\" list",
+                                 path, l->number);
+                rc = -1;
+                break;
+            }
+            l->checks = xcalloc((size_t)cJSON_GetArraySize(checks), sizeof *l->checks);
+            const cJSON *c;
+            cJSON_ArrayForEach(c, checks)
+            {
+                char *where = xasprintf("%s: lesson %s, check %d", path, l->number, l->n + 1);
+                rc = load_check(c, &l->checks[l->n], where, err);
+                l->n++;
+                free(where);
+                if (rc != 0) break;
+                for (int i = 0; i + 1 < l->n; ++i)
+                    if (strcmp(l->checks[i].id, l->checks[l->n - 1].id) == 0) {
+                        *err = xasprintf("%s: lesson %s has two checks with id \"%s\"", path,
+                                         l->number, l->checks[i].id);
+                        rc = -1;
+                    }
+                if (rc != 0) break;
+            }
+            if (rc != 0) break;
+        }
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
+const rubric_lesson *rubric_find(const rubric *r, const char *number)
+{
+    for (int i = 0; i < r->n; ++i)
+        if (strcmp(r->lessons[i].number, number) == 0) return &r->lessons[i];
+    return NULL;
+}
+
+void rubric_free(rubric *r)
+{
+    for (int i = 0; i < r->n; ++i) {
+        rubric_lesson *l = &r->lessons[i];
+        for (int j = 0; j < l->n; ++j) {
+            rubric_check *k = &l->checks[j];
+            free(k->id); free(k->name); free(k->suite); free(k->test); free(k->cases);
+            free(k->visibility);
+        }
+        free(l->checks);
+        free(l->number);
+        free(l->title);
+    }
+    free(r->lessons);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,56 @@
+/* grader/rubric.h — what each check is worth (grader/rubric.json).
+ *
+ * A check names a Criterion suite, optionally one test of it, and optionally
+ * which cases of a parameterized test it covers (their index in the test's
+ * parameter table, in the order the table lists them). Its kind says how it
+ * is scored:
+ *   correctness, edge   the share of its cases that pass, times its points
+ *   speed               0 unless the check passes; then a curve from the
+ *                       pass mark (speed.floor of the points) to full marks
+ *                       within speed.full_marks_within of the worked
+ *                       solution's time, measured on this GPU in this run
+ *   sanitizer           not implemented yet: must be worth 0 points
+ */
+#ifndef FUSIONLAB_GRADER_RUBRIC_H
+#define FUSIONLAB_GRADER_RUBRIC_H
+
+typedef enum { KIND_CORRECTNESS, KIND_EDGE, KIND_SPEED, KIND_SANITIZER } check_kind;
+
+typedef struct {
+    char *id;          /* short and unique within the lesson, e.g. "A.edge" */
+    char *name;        /* what a student reads */
+    check_kind kind;
+    char *suite;       /* Criterion suite (NULL for sanitizer) */
+    char *test;        /* one test of the suite, or NULL for all of them */
+    int *cases;        /* parameter indices, or NULL for all */
+    int n_cases;
+    int expect_cases;  /* how many instances the test has (0: not checked) */
+    double points;
+    char *visibility;  /* Gradescope: visible, hidden, after_due_date, after_published */
+} rubric_check;
+
+typedef struct {
+    char *number;      /* "01" */
+    char *title;
+    rubric_check *checks;
+    int n;
+} rubric_lesson;
+
+typedef struct {
+    double speed_full_within; /* full marks within this factor of the solution's time */
+    double speed_floor;       /* share of the points at the pass mark */
+    double build_timeout_s;
+    double suite_timeout_s;
+    double lesson_timeout_s;
+    long max_file_bytes;
+    rubric_lesson *lessons;
+    int n;
+} rubric;
+
+/* 0 on success; otherwise *err says what is wrong, naming the entry. */
+int rubric_load(const char *path, rubric *r, char **err);
+const rubric_lesson *rubric_find(const rubric *r, const char *number);
+const char *check_kind_name(check_kind k);
+void rubric_free(rubric *r);
+
+#endif /* FUSIONLAB_GRADER_RUBRIC_H */

@@ -1,0 +1,385 @@
+/* grader/util.c — see util.h. */
+#define _XOPEN_SOURCE 700
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- memory and strings --------------------------------------------------- */
+
+static void out_of_memory(size_t n)
+{
+    fprintf(stderr, "fusionlab_grade: out of memory (%zu bytes)\n", n);
+    _exit(70);
+}
+
+void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (p == NULL) out_of_memory(n);
+    return p;
+}
+
+void *xcalloc(size_t count, size_t size)
+{
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (p == NULL) out_of_memory(count * size);
+    return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (q == NULL) out_of_memory(n);
+    return q;
+}
+
+char *xstrdup(const char *s) { return xstrndup(s, strlen(s)); }
+
+char *xstrndup(const char *s, size_t n)
+{
+    size_t len = strnlen(s, n);
+    char *d = xmalloc(len + 1);
+    memcpy(d, s, len);
+    d[len] = '\0';
+    return d;
+}
+
+char *xvasprintf(const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0) return xstrdup("");
+    char *s = xmalloc((size_t)n + 1);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    return s;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = xvasprintf(fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+int starts_with(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+void sbuf_addn(sbuf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1) cap *= 2;
+        b->s = xrealloc(b->s, cap);
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+void sbuf_add(sbuf *b, const char *s) { sbuf_addn(b, s, strlen(s)); }
+
+void sbuf_addf(sbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = xvasprintf(fmt, ap);
+    va_end(ap);
+    sbuf_add(b, s);
+    free(s);
+}
+
+const char *sbuf_str(sbuf *b) { return b->s ? b->s : ""; }
+
+char *sbuf_take(sbuf *b)
+{
+    char *s = b->s ? b->s : xstrdup("");
+    b->s = NULL;
+    b->len = b->cap = 0;
+    return s;
+}
+
+void sbuf_free(sbuf *b)
+{
+    free(b->s);
+    b->s = NULL;
+    b->len = b->cap = 0;
+}
+
+void strlist_add(strlist *l, const char *s)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 8;
+        l->v = xrealloc(l->v, (size_t)l->cap * sizeof *l->v);
+    }
+    l->v[l->n++] = xstrdup(s);
+}
+
+void strlist_addf(strlist *l, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = xvasprintf(fmt, ap);
+    va_end(ap);
+    strlist_add(l, s);
+    free(s);
+}
+
+int strlist_has(const strlist *l, const char *s)
+{
+    for (int i = 0; i < l->n; ++i)
+        if (strcmp(l->v[i], s) == 0) return 1;
+    return 0;
+}
+
+void strlist_free(strlist *l)
+{
+    for (int i = 0; i < l->n; ++i) free(l->v[i]);
+    free(l->v);
+    l->v = NULL;
+    l->n = l->cap = 0;
+}
+
+void strset_add(strset *s, const char *str)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 64;
+        s->v = xrealloc(s->v, s->cap * sizeof *s->v);
+    }
+    s->v[s->n++] = xstrdup(str);
+    s->sorted = 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int strset_has(strset *s, const char *str)
+{
+    if (s->n == 0) return 0;
+    if (!s->sorted) {
+        qsort(s->v, s->n, sizeof *s->v, cmp_str);
+        s->sorted = 1;
+    }
+    return bsearch(&str, s->v, s->n, sizeof *s->v, cmp_str) != NULL;
+}
+
+void strset_free(strset *s)
+{
+    for (size_t i = 0; i < s->n; ++i) free(s->v[i]);
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+char *str_replace_all(const char *s, const char *needle, const char *with)
+{
+    sbuf b = {0};
+    size_t nl = strlen(needle);
+    if (nl == 0) return xstrdup(s);
+    const char *p = s, *hit;
+    while ((hit = strstr(p, needle)) != NULL) {
+        sbuf_addn(&b, p, (size_t)(hit - p));
+        sbuf_add(&b, with);
+        p = hit + nl;
+    }
+    sbuf_add(&b, p);
+    return sbuf_take(&b);
+}
+
+void utf8_sanitize(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    while (*p) {
+        unsigned c = *p;
+        int n = 0;
+        if (c < 0x80) {
+            if ((c < 0x20 && c != '\n' && c != '\t' && c != '\r') || c == 0x7f) *p = '?';
+            ++p;
+            continue;
+        }
+        if ((c & 0xE0) == 0xC0 && c >= 0xC2) n = 1;
+        else if ((c & 0xF0) == 0xE0) n = 2;
+        else if ((c & 0xF8) == 0xF0 && c <= 0xF4) n = 3;
+        int ok = n > 0;
+        for (int i = 1; ok && i <= n; ++i)
+            if ((p[i] & 0xC0) != 0x80) ok = 0;
+        /* overlong three-byte forms and UTF-16 surrogates */
+        if (ok && n == 2 && ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] >= 0xA0))) ok = 0;
+        if (ok && n == 3 && ((c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] >= 0x90))) ok = 0;
+        if (!ok) {
+            *p++ = '?';
+            continue;
+        }
+        p += n + 1;
+    }
+}
+
+char *trim_middle(const char *s, size_t head, size_t tail)
+{
+    size_t len = strlen(s);
+    if (len <= head + tail + 64) return xstrdup(s);
+    size_t h = head, t = len - tail;
+    /* cut at line ends when one is within 200 bytes */
+    for (size_t i = h; i > 0 && h - i < 200; --i)
+        if (s[i - 1] == '\n') { h = i; break; }
+    for (size_t i = t; i < len && i - t < 200; ++i)
+        if (s[i] == '\n') { t = i + 1; break; }
+    sbuf b = {0};
+    sbuf_addn(&b, s, h);
+    sbuf_addf(&b, "\n[... %zu bytes cut ...]\n", t - h);
+    sbuf_add(&b, s + t);
+    return sbuf_take(&b);
+}
+
+/* ---- files and paths ------------------------------------------------------- */
+
+char *read_file(const char *path, size_t cap, size_t *len, int *truncated)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) return NULL;
+    sbuf b = {0};
+    char chunk[65536];
+    size_t n;
+    int more = 0;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (b.len + n > cap) {
+            sbuf_addn(&b, chunk, cap - b.len);
+            more = 1;
+            break;
+        }
+        sbuf_addn(&b, chunk, n);
+    }
+    fclose(f);
+    if (len) *len = b.len;
+    if (truncated) *truncated = more;
+    return sbuf_take(&b);
+}
+
+int write_file(const char *path, const char *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (f == NULL) return -1;
+    size_t w = fwrite(data, 1, len, f);
+    int rc = fclose(f);
+    return (w == len && rc == 0) ? 0 : -1;
+}
+
+int write_file_atomic(const char *path, const char *data, size_t len)
+{
+    char *tmp = xasprintf("%s.tmp%ld", path, (long)getpid());
+    int rc = write_file(tmp, data, len);
+    if (rc == 0) rc = rename(tmp, path);
+    if (rc != 0) unlink(tmp);
+    free(tmp);
+    return rc;
+}
+
+int mkdir_p(const char *path)
+{
+    char *p = xstrdup(path);
+    for (char *q = p + 1; *q; ++q) {
+        if (*q != '/') continue;
+        *q = '\0';
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) { free(p); return -1; }
+        *q = '/';
+    }
+    int rc = mkdir(p, 0755);
+    if (rc != 0 && errno == EEXIST && is_dir(p)) rc = 0;
+    free(p);
+    return rc;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st; (void)ftw;
+    if (flag == FTW_DP) return rmdir(path) == 0 ? 0 : -1;
+    return unlink(path) == 0 ? 0 : -1;
+}
+
+int rm_rf(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode)) return unlink(path);
+    return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS);
+}
+
+int copy_file(const char *from, const char *to)
+{
+    size_t len = 0;
+    char *data = read_file(from, (size_t)1 << 30, &len, NULL);
+    if (data == NULL) return -1;
+    int rc = write_file(to, data, len);
+    free(data);
+    return rc;
+}
+
+int is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+char *abs_path(const char *path)
+{
+    char buf[PATH_MAX];
+    if (realpath(path, buf) == NULL) return NULL;
+    return xstrdup(buf);
+}
+
+char *path_join(const char *a, const char *b)
+{
+    if (b[0] == '/' || a[0] == '\0') return xstrdup(b);
+    return xasprintf("%s%s%s", a, ends_with(a, "/") ? "" : "/", b);
+}
+
+const char *path_base(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+char *utc_timestamp(void)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    char buf[64];
+    strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    return xstrdup(buf);
+}

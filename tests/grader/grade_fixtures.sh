@@ -1,0 +1,88 @@
+#!/bin/sh
+# tests/grader/grade_fixtures.sh — assemble the grader's fixture submissions
+# and grade them all in one batch.
+#
+#   grade_fixtures.sh GRADER COURSE MANIFEST OUT [grader options...]
+#
+# The committed fixtures (fixtures/) are the broken submissions; the rest is
+# made here, from the course itself, so it never drifts from it:
+#   good          the worked solutions of lessons 01 and 02 (a folder)
+#   good_tgz      the same as .tar.gz, under a top-level lessons/ folder
+#   good_zip      the same as .zip (when `zip` is installed)
+#   skeleton      the untouched lesson files
+#   junk          lesson 01's file is binary data
+#   oversized     lesson 01's file is 2 MiB
+#   traversal_tgz a .tar.gz with a `..` entry, an absolute path and a link
+#   traversal_zip the committed .zip with the same
+# ctest runs it with --lessons 01 --no-gpu (see CMakeLists.txt); on a GPU
+# machine run it without --no-gpu for the full grade. FUSIONLAB_GRADE_SEED
+# is set when the caller has not set it: tests check it appears nowhere.
+set -eu
+[ $# -ge 4 ] || { echo "usage: $0 GRADER COURSE MANIFEST OUT [options...]" >&2; exit 2; }
+grader=$1 course=$2 manifest=$3 out=$4
+shift 4
+here=$(cd "$(dirname "$0")" && pwd)
+: "${FUSIONLAB_GRADE_SEED:=fusionlab-secret-seed-8d2f61}"
+export FUSIONLAB_GRADE_SEED
+
+subs=$out/submissions
+stage=$out/stage
+rm -rf "$subs" "$stage"
+mkdir -p "$subs" "$stage"
+
+for d in compile_error link_error missing_lesson hang_startup crash hang oom; do
+    cp -R "$here/fixtures/$d" "$subs/$d"
+done
+cp "$here/fixtures/traversal.zip" "$subs/traversal_zip.zip"
+
+mkdir -p "$subs/good/01-vector-add" "$subs/good/02-fused-softmax"
+cp "$course/solutions/01-vector-add/vector_add.cu" "$subs/good/01-vector-add/"
+cp "$course/solutions/02-fused-softmax/softmax_fused.cu" "$subs/good/02-fused-softmax/"
+
+mkdir -p "$stage/tgz/lessons"
+cp -R "$subs/good/01-vector-add" "$subs/good/02-fused-softmax" "$stage/tgz/lessons/"
+printf 'notes a student left in the archive\n' >"$stage/tgz/lessons/notes.txt"
+tar -czf "$subs/good_tgz.tar.gz" -C "$stage/tgz" lessons
+if command -v zip >/dev/null 2>&1; then
+    (cd "$stage/tgz" && zip -q -r "$subs/good_zip.zip" lessons)
+fi
+
+mkdir -p "$subs/skeleton"
+for l in 01-vector-add 02-fused-softmax; do
+    mkdir -p "$subs/skeleton/$l"
+    for f in "$course/lessons/$l"/*_fused.cu "$course/lessons/$l"/vector_add.cu; do
+        [ -f "$f" ] && cp "$f" "$subs/skeleton/$l/"
+    done
+done
+
+mkdir -p "$subs/junk/01-vector-add"
+printf '\177ELF\002\001\001\000\000\000\000\000\000\000\000\000binary junk\000\001\002' \
+    >"$subs/junk/01-vector-add/vector_add.cu"
+
+mkdir -p "$subs/oversized/01-vector-add"
+i=0
+: >"$stage/line"
+while [ $i -lt 64 ]; do printf '// padding padding padding padding padding padding padding pad\n' >>"$stage/line"; i=$((i + 1)); done
+i=0
+while [ $i -lt 512 ]; do cat "$stage/line"; i=$((i + 1)); done >"$subs/oversized/01-vector-add/vector_add.cu"
+
+# unsafe tar: `..`, an absolute path (deleted again: it must not come back)
+# and a link to a file outside
+mkdir -p "$stage/tr/a/b" "$stage/tr/l/01-vector-add"
+printf '// must never be written outside the scratch folder\n' >"$stage/tr/a/escaped-by-tar.cu"
+printf '// an absolute path\n' >"$stage/absolute-by-tar.cu"
+ln -s /etc/passwd "$stage/tr/l/01-vector-add/vector_add.cu"
+tar -cPf "$stage/traversal.tar" -C "$stage/tr/a/b" ../escaped-by-tar.cu \
+    -C "$stage/tr/l" 01-vector-add/vector_add.cu "$stage/absolute-by-tar.cu"
+gzip -c "$stage/traversal.tar" >"$subs/traversal_tgz.tar.gz"
+rm -f "$stage/absolute-by-tar.cu" "$stage/tr/a/escaped-by-tar.cu"
+
+for n in good good_tgz.tar.gz good_zip.zip skeleton compile_error link_error missing_lesson \
+    junk oversized traversal_tgz.tar.gz traversal_zip.zip hang_startup crash hang oom; do
+    [ -e "$subs/$n" ] && set -- "$@" "$subs/$n"
+done
+set +e
+"$grader" --course "$course" --manifest "$manifest" --out "$out" "$@"
+rc=$?
+echo "grade_fixtures: the grader exited with $rc"
+exit $rc
