@@ -16,6 +16,7 @@
 
 #include <cuda_runtime_api.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 #define EXTERN_C extern "C"
@@ -25,6 +26,9 @@
 
 /* Integer ceiling division, for grid sizes: CEIL_DIV(n, block). */
 #define CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
+
+/* 1 if pointer p may be read and written as float4 (16-byte aligned). */
+#define FL_ALIGNED16(p) ((((uintptr_t)(const void *)(p)) & 15u) == 0)
 
 /* Prints "CUDA error <name> (<text>) at file:line in `call`" to stderr when
  * err is not cudaSuccess, and returns err unchanged. */

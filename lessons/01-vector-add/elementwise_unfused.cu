@@ -77,12 +77,10 @@ __global__ void ew_scale_scalar_kernel(const float *x, float s, float *out, size
 static const int kThreads = 256;
 static const int kBlocksPerSm = 8; // 8 x 256 = 2048 threads: a full SM
 
-static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
-
 static cudaError_t add_op(const float *x, const float *z, float *out, size_t n,
                           cudaStream_t stream)
 {
-    if (aligned16(x) && aligned16(z) && aligned16(out)) {
+    if (FL_ALIGNED16(x) && FL_ALIGNED16(z) && FL_ALIGNED16(out)) {
         unsigned int blocks = fl_grid_blocks(n / 4 ? n / 4 : n, kThreads, kBlocksPerSm);
         ew_add_kernel<<<blocks, kThreads, 0, stream>>>(x, z, out, n);
     } else {
@@ -96,7 +94,7 @@ static cudaError_t add_op(const float *x, const float *z, float *out, size_t n,
 static cudaError_t scale_op(const float *x, float s, float *out, size_t n,
                             cudaStream_t stream)
 {
-    if (aligned16(x) && aligned16(out)) {
+    if (FL_ALIGNED16(x) && FL_ALIGNED16(out)) {
         unsigned int blocks = fl_grid_blocks(n / 4 ? n / 4 : n, kThreads, kBlocksPerSm);
         ew_scale_kernel<<<blocks, kThreads, 0, stream>>>(x, s, out, n);
     } else {

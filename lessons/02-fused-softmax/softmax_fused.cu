@@ -170,8 +170,6 @@ __global__ void __launch_bounds__(512)
 // launcher (you may change it; keep the signature)
 // ============================================================================
 
-static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
-
 // Threads for one row in registers: a power of two from 32 to 1024, with 16
 // floats per thread for rows up to 2048 floats and 32 (all kSlots) beyond.
 static int row_threads(size_t cols)
@@ -189,7 +187,7 @@ EXTERN_C cudaError_t softmax_fused(const float *x, float *y, size_t rows, size_t
     if (rows > SOFTMAX_MAX_ROWS || cols > SOFTMAX_MAX_COLS) return cudaErrorInvalidValue;
     // 16-byte loads and stores need every row start aligned: aligned base
     // pointers and a whole number of float4s per row.
-    int vec = cols % 4 == 0 && aligned16(x) && aligned16(y);
+    int vec = cols % 4 == 0 && FL_ALIGNED16(x) && FL_ALIGNED16(y);
     if (cols <= kRegMaxCols)
         softmax_rows_kernel<<<(unsigned int)rows, row_threads(cols), 0, stream>>>(x, y, (int)cols,
                                                                                   vec);

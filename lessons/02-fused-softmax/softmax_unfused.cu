@@ -169,8 +169,6 @@ __global__ void exp_kernel(const float *__restrict__ x, float *__restrict__ out,
 static const int kThreads = 256;   // elementwise kernels
 static const int kBlocksPerSm = 8; // 8 x 256 = 2048 threads: a full SM
 
-static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
-
 // Threads for one row: a power of two from 32 to 1024, about 16 floats each.
 static int reduce_threads(size_t cols)
 {
@@ -182,7 +180,7 @@ static int reduce_threads(size_t cols)
 static cudaError_t row_reduce_op(const float *x, float *out, size_t rows, size_t cols,
                                  int op, cudaStream_t stream)
 {
-    int vec = cols % 4 == 0 && aligned16(x);
+    int vec = cols % 4 == 0 && FL_ALIGNED16(x);
     row_reduce_kernel<<<(unsigned int)rows, reduce_threads(cols), 0, stream>>>(
         x, out, (int)cols, op, vec);
     CUDA_CHECK_LAST();
@@ -192,7 +190,7 @@ static cudaError_t row_reduce_op(const float *x, float *out, size_t rows, size_t
 static cudaError_t rowwise_op(const float *a, const float *v, float *out, size_t rows,
                               size_t cols, int op, cudaStream_t stream)
 {
-    int vec = cols % 4 == 0 && aligned16(a) && aligned16(out);
+    int vec = cols % 4 == 0 && FL_ALIGNED16(a) && FL_ALIGNED16(out);
     size_t items = rows * (vec ? cols / 4 : cols);
     unsigned int blocks = fl_grid_blocks(items, kThreads, kBlocksPerSm);
     rowwise_kernel<<<blocks, kThreads, 0, stream>>>(a, v, out, rows, cols, op, vec);
@@ -202,7 +200,7 @@ static cudaError_t rowwise_op(const float *a, const float *v, float *out, size_t
 
 static cudaError_t exp_op(const float *x, float *out, size_t n, cudaStream_t stream)
 {
-    int vec = aligned16(x) && aligned16(out);
+    int vec = FL_ALIGNED16(x) && FL_ALIGNED16(out);
     unsigned int blocks = fl_grid_blocks(vec && n / 4 ? n / 4 : n, kThreads, kBlocksPerSm);
     exp_kernel<<<blocks, kThreads, 0, stream>>>(x, out, n, vec);
     CUDA_CHECK_LAST();

@@ -206,8 +206,6 @@ __global__ void colsum_finish_kernel(const float *part, float *out, size_t parts
 static const int kThreads = 256;
 static const int kBlocksPerSm = 8; // 8 x 256 = 2048 threads: a full SM
 
-static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
-
 static cudaError_t binary_op(int op, const float *a, const float *b, float *out,
                              size_t n, int vec4, cudaStream_t st)
 {
@@ -268,8 +266,8 @@ EXTERN_C cudaError_t layernorm_fwd_unfused(const float *x, const float *weight,
     if (cols == 0 || cols > LAYERNORM_MAX_COLS) return cudaErrorInvalidValue;
     size_t n = rows * cols;
     // cols % 4 == 0 keeps every row, and so every scratch array, 16-byte aligned
-    int vec4 = cols % 4 == 0 && aligned16(x) && aligned16(weight) && aligned16(bias) &&
-               aligned16(y) && aligned16(scratch);
+    int vec4 = cols % 4 == 0 && FL_ALIGNED16(x) && FL_ALIGNED16(weight) && FL_ALIGNED16(bias) &&
+               FL_ALIGNED16(y) && FL_ALIGNED16(scratch);
     float *a = scratch, *b = scratch + n, *var = scratch + 2 * n;
     CUDA_CHECK(row_mean(x, mean, rows, cols, vec4, stream));                       // mean
     CUDA_CHECK(broadcast_op(OP_SUB, 0, x, mean, a, rows, cols, vec4, stream));     // xc
@@ -295,8 +293,8 @@ EXTERN_C cudaError_t layernorm_bwd_unfused(const float *dy, const float *x,
     if (rows == 0) return cudaSuccess;
     if (cols == 0 || cols > LAYERNORM_MAX_COLS) return cudaErrorInvalidValue;
     size_t n = rows * cols;
-    int vec4 = cols % 4 == 0 && aligned16(dy) && aligned16(x) && aligned16(weight) &&
-               aligned16(dx) && aligned16(scratch);
+    int vec4 = cols % 4 == 0 && FL_ALIGNED16(dy) && FL_ALIGNED16(x) && FL_ALIGNED16(weight) &&
+               FL_ALIGNED16(dx) && FL_ALIGNED16(scratch);
     // Four (rows, cols) buffers, reused once a value is dead (as PyTorch's
     // caching allocator would), then the two row means.
     float *a = scratch, *b = scratch + n, *c = scratch + 2 * n, *d = scratch + 3 * n;

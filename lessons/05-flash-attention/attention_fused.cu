@@ -374,8 +374,6 @@ __global__ void __launch_bounds__(32 * NW, 8 / NW)
 // launchers (complete; keep the signatures)
 // ============================================================================
 
-static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
-
 // Shared checks of both launchers. *empty = 1: nothing to do.
 static cudaError_t check_args(const char *who, const void *q, const void *k, const void *v,
                               const void *o, int batch_heads, int seq, int head_dim,
@@ -403,7 +401,7 @@ static cudaError_t check_args(const char *who, const void *q, const void *k, con
         *empty = 1;
         return cudaSuccess;
     }
-    if (!aligned16(q) || !aligned16(k) || !aligned16(v) || !aligned16(o)) {
+    if (!FL_ALIGNED16(q) || !FL_ALIGNED16(k) || !FL_ALIGNED16(v) || !FL_ALIGNED16(o)) {
         fprintf(stderr, "%s: q, k, v and o must be 16-byte aligned\n", who);
         return cudaErrorInvalidValue;
     }

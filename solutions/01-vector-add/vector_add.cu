@@ -85,14 +85,12 @@ EXTERN_C cudaError_t vector_add(const float *a, const float *b, float *c,
     return cudaSuccess;
 }
 
-static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
-
 EXTERN_C cudaError_t fused_elementwise(const float *a, const float *b,
                                        const float *c, float s, float *y,
                                        size_t n, cudaStream_t stream)
 {
     if (n == 0) return cudaSuccess;
-    if (aligned16(a) && aligned16(b) && aligned16(c) && aligned16(y)) {
+    if (FL_ALIGNED16(a) && FL_ALIGNED16(b) && FL_ALIGNED16(c) && FL_ALIGNED16(y)) {
         size_t items = n / 4 ? n / 4 : n; // float4 steps (or the few leftovers)
         unsigned int blocks = fl_grid_blocks(items, kThreads, kBlocksPerSm);
         fused_elementwise_vec4_kernel<<<blocks, kThreads, 0, stream>>>(a, b, c, s, y, n);

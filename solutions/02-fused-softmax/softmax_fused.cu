@@ -281,8 +281,6 @@ __global__ void __launch_bounds__(512)
 // launcher
 // ============================================================================
 
-static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
-
 // Threads for one row in registers: a power of two from 32 to 1024. Rows of
 // up to 2048 floats get 16 floats per thread: the whole problem is small, and
 // more warps put more loads in flight at once. Longer rows get 32 per thread
@@ -303,7 +301,7 @@ EXTERN_C cudaError_t softmax_fused(const float *x, float *y, size_t rows, size_t
     if (rows > SOFTMAX_MAX_ROWS || cols > SOFTMAX_MAX_COLS) return cudaErrorInvalidValue;
     // 16-byte loads and stores need every row start aligned: aligned base
     // pointers and a whole number of float4s per row.
-    int vec = cols % 4 == 0 && aligned16(x) && aligned16(y);
+    int vec = cols % 4 == 0 && FL_ALIGNED16(x) && FL_ALIGNED16(y);
     if (cols <= kRegMaxCols)
         softmax_rows_kernel<<<(unsigned int)rows, row_threads(cols), 0, stream>>>(x, y, (int)cols,
                                                                                   vec);

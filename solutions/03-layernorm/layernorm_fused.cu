@@ -361,8 +361,6 @@ static cudaError_t ln_plan(size_t cols, int slots, size_t threads, dim3 *block)
     return cudaSuccess;
 }
 
-static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
-
 EXTERN_C cudaError_t layernorm_fwd_fused(const float *x, const float *weight,
                                          const float *bias, float *y,
                                          float *mean, float *rstd, size_t rows,
@@ -372,8 +370,8 @@ EXTERN_C cudaError_t layernorm_fwd_fused(const float *x, const float *weight,
     if (rows == 0) return cudaSuccess;
     dim3 block;
     CUDA_CHECK(ln_plan(cols, FWD_SLOTS, 256, &block));
-    int vec4 = cols % 4 == 0 && aligned16(x) && aligned16(weight) && aligned16(bias) &&
-               aligned16(y);
+    int vec4 = cols % 4 == 0 && FL_ALIGNED16(x) && FL_ALIGNED16(weight) && FL_ALIGNED16(bias) &&
+               FL_ALIGNED16(y);
     size_t blocks = CEIL_DIV(rows, (size_t)block.y);
     layernorm_fwd_kernel<<<(unsigned)blocks, block, 0, stream>>>(x, weight, bias, y, mean, rstd,
                                                                  rows, (int)cols, eps, vec4);
@@ -443,8 +441,8 @@ static cudaError_t bwd_launch(const float *dy, const float *x, const float *weig
         CUDA_CHECK(cudaMemsetAsync(out_dw, 0, cols * sizeof(float), stream));
         CUDA_CHECK(cudaMemsetAsync(out_db, 0, cols * sizeof(float), stream));
     }
-    int vec4 = cols % 4 == 0 && aligned16(dy) && aligned16(x) && aligned16(weight) &&
-               aligned16(dx);
+    int vec4 = cols % 4 == 0 && FL_ALIGNED16(dy) && FL_ALIGNED16(x) && FL_ALIGNED16(weight) &&
+               FL_ALIGNED16(dx);
     layernorm_bwd_kernel<<<grid, block, smem, stream>>>(dy, x, weight, mean, rstd, dx, out_dw,
                                                        out_db, rows, (int)cols, vec4, atomic);
     CUDA_CHECK_LAST();
