@@ -6,7 +6,7 @@
 #
 # The committed fixtures (fixtures/) are the broken submissions; the rest is
 # made here, from the course itself, so it never drifts from it:
-#   good          the worked solutions of lessons 01 and 02 (a folder)
+#   good          the worked solutions of every lesson (a folder)
 #   good_tgz      the same as .tar.gz, under a top-level lessons/ folder
 #   good_zip      the same as .zip (when `zip` is installed)
 #   skeleton      the untouched lesson files
@@ -17,10 +17,25 @@
 # ctest runs it with --lessons 01 --no-gpu (see CMakeLists.txt); on a GPU
 # machine run it without --no-gpu for the full grade. FUSIONLAB_GRADE_SEED
 # is set when the caller has not set it: tests check it appears nowhere.
+#
+#   grade_fixtures.sh --assemble COURSE OUT
+#
+# only writes the submissions under OUT/submissions and prints their paths,
+# one per line, for `./lab grade $(grade_fixtures.sh --assemble . DIR)`.
 set -eu
-[ $# -ge 4 ] || { echo "usage: $0 GRADER COURSE MANIFEST OUT [options...]" >&2; exit 2; }
-grader=$1 course=$2 manifest=$3 out=$4
-shift 4
+assemble=0
+if [ "${1:-}" = --assemble ]; then
+    [ $# -eq 3 ] || { echo "usage: $0 --assemble COURSE OUT" >&2; exit 2; }
+    assemble=1 grader= course=$2 manifest= out=$3
+    shift 3
+else
+    [ $# -ge 4 ] || { echo "usage: $0 GRADER COURSE MANIFEST OUT [options...]" >&2; exit 2; }
+    grader=$1 course=$2 manifest=$3 out=$4
+    shift 4
+fi
+course=$(cd "$course" && pwd)
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 : "${FUSIONLAB_GRADE_SEED:=fusionlab-secret-seed-8d2f61}"
 export FUSIONLAB_GRADE_SEED
@@ -35,24 +50,24 @@ for d in compile_error link_error missing_lesson hang_startup crash hang oom; do
 done
 cp "$here/fixtures/traversal.zip" "$subs/traversal_zip.zip"
 
-mkdir -p "$subs/good/01-vector-add" "$subs/good/02-fused-softmax"
-cp "$course/solutions/01-vector-add/vector_add.cu" "$subs/good/01-vector-add/"
-cp "$course/solutions/02-fused-softmax/softmax_fused.cu" "$subs/good/02-fused-softmax/"
+# every lesson's worked files (the solutions/ folder holds only those)
+mkdir -p "$subs/good"
+cp -R "$course/solutions/." "$subs/good/"
 
 mkdir -p "$stage/tgz/lessons"
-cp -R "$subs/good/01-vector-add" "$subs/good/02-fused-softmax" "$stage/tgz/lessons/"
+cp -R "$subs/good/." "$stage/tgz/lessons/"
 printf 'notes a student left in the archive\n' >"$stage/tgz/lessons/notes.txt"
 tar -czf "$subs/good_tgz.tar.gz" -C "$stage/tgz" lessons
 if command -v zip >/dev/null 2>&1; then
     (cd "$stage/tgz" && zip -q -r "$subs/good_zip.zip" lessons)
 fi
 
+# the untouched lesson files at the same paths as the worked ones
 mkdir -p "$subs/skeleton"
-for l in 01-vector-add 02-fused-softmax; do
-    mkdir -p "$subs/skeleton/$l"
-    for f in "$course/lessons/$l"/*_fused.cu "$course/lessons/$l"/vector_add.cu; do
-        [ -f "$f" ] && cp "$f" "$subs/skeleton/$l/"
-    done
+for f in "$course"/solutions/*/*; do
+    rel=${f#"$course"/solutions/}
+    mkdir -p "$subs/skeleton/${rel%/*}"
+    cp "$course/lessons/$rel" "$subs/skeleton/$rel"
 done
 
 mkdir -p "$subs/junk/01-vector-add"
@@ -81,6 +96,10 @@ for n in good good_tgz.tar.gz good_zip.zip skeleton compile_error link_error mis
     junk oversized traversal_tgz.tar.gz traversal_zip.zip hang_startup crash hang oom; do
     [ -e "$subs/$n" ] && set -- "$@" "$subs/$n"
 done
+if [ $assemble = 1 ]; then
+    for p in "$@"; do printf '%s\n' "$p"; done
+    exit 0
+fi
 set +e
 "$grader" --course "$course" --manifest "$manifest" --out "$out" "$@"
 rc=$?
