@@ -152,6 +152,9 @@ function(lesson_add name)
                          LABELS "gpu;student;lesson${num}" RUN_SERIAL TRUE
                          SKIP_REGULAR_EXPRESSION "no CUDA device")
   endif()
+  if(FUSIONLAB_HAVE_CRITERION AND has_solution)
+    _lesson_corpus("${name}" "${num}" "${slug}" "${L_EXERCISE}" "${tool_targets}")
+  endif()
   set_property(GLOBAL APPEND PROPERTY FUSIONLAB_LESSONS "${name}")
   _lesson_manifest("${name}" "${num}" "${slug}" "${L_EXERCISE}" "${tool_targets}"
                    "${L_CPU_SUITES}" ${has_solution})
@@ -214,4 +217,59 @@ function(_lesson_manifest name num slug exercise tools cpu_suites has_solution)
   string(JSON manifest SET "${manifest}" lessons ${count} "${entry}")
   set_property(GLOBAL PROPERTY FUSIONLAB_MANIFEST "${manifest}")
   file(WRITE "${CMAKE_BINARY_DIR}/fusionlab_manifest.json" "${manifest}\n")
+endfunction()
+
+# The adversarial corpus of a lesson (tests/adversarial/NN-name/*.cu|*.c):
+# each file is a known-bad version of one exercise file, named by its
+# "// REPLACES: file" line. For each, a library adv_NN_<stem>_lib (the bad
+# file plus the worked versions of the lesson's other exercise files) and the
+# lesson's test program linked against it, adv_NN_<stem>. Built only on
+# demand (tests/adversarial/run-corpus, ./lab adversarial);
+# lesson_corpus_list() writes the entries to ${CMAKE_BINARY_DIR}/adversarial.txt
+# as "lesson target library-target source" lines.
+function(_lesson_corpus name num slug exercise tool_targets)
+  set(dir "${PROJECT_SOURCE_DIR}/tests/adversarial/${name}")
+  if(NOT IS_DIRECTORY "${dir}")
+    return()
+  endif()
+  file(GLOB entries CONFIGURE_DEPENDS "${dir}/*.cu" "${dir}/*.c")
+  set(course "${PROJECT_SOURCE_DIR}/lessons/${name}")
+  set(solution "${PROJECT_SOURCE_DIR}/solutions/${name}")
+  foreach(entry IN LISTS entries)
+    get_filename_component(stem "${entry}" NAME_WE)
+    file(STRINGS "${entry}" rep REGEX "^// REPLACES: " LIMIT_COUNT 1)
+    string(REGEX REPLACE "^// REPLACES: *([^ ]+).*$" "\\1" rep "${rep}")
+    if(NOT rep OR NOT rep IN_LIST exercise)
+      message(FATAL_ERROR "${entry}: needs a '// REPLACES: <one of ${exercise}>' line")
+    endif()
+    get_filename_component(ext "${rep}" EXT)
+    # the bad file is compiled under the name of the file it replaces, so
+    # it builds exactly as a student's copy would (same language, same flags)
+    set(copy "${CMAKE_BINARY_DIR}/adversarial/${num}_${stem}/${rep}")
+    configure_file("${entry}" "${copy}" COPYONLY)
+    set(srcs "${copy}")
+    foreach(f IN LISTS exercise)
+      if(NOT f STREQUAL rep)
+        list(APPEND srcs "${solution}/${f}")
+      endif()
+    endforeach()
+    set(t "adv_${num}_${stem}")
+    add_library(${t}_lib STATIC ${srcs})
+    target_include_directories(${t}_lib PUBLIC "${course}")
+    target_link_libraries(${t}_lib PUBLIC lesson${num}_baseline fusionlab_common)
+    add_executable(${t} "${PROJECT_SOURCE_DIR}/tests/test_${num}_${slug}.c")
+    target_link_libraries(${t} PRIVATE ${t}_lib fusionlab_testlib)
+    set_target_properties(${t} ${t}_lib PROPERTIES EXCLUDE_FROM_ALL TRUE)
+    if(tool_targets)
+      add_dependencies(${t} ${tool_targets})
+    endif()
+    set_property(GLOBAL APPEND PROPERTY FUSIONLAB_CORPUS "${name} ${t} ${t}_lib ${entry}")
+  endforeach()
+endfunction()
+
+# After the last lesson: write the corpus list (empty without solutions/).
+function(lesson_corpus_list)
+  get_property(all GLOBAL PROPERTY FUSIONLAB_CORPUS)
+  string(REPLACE ";" "\n" all "${all}")
+  file(WRITE "${CMAKE_BINARY_DIR}/adversarial.txt" "${all}\n")
 endfunction()

@@ -11,7 +11,7 @@
 
 fl_timing_opts fl_timing_defaults(void)
 {
-    fl_timing_opts o = {3, 30, 0, 0.0};
+    fl_timing_opts o = {3, 30, 0, 0.0, 0};
     return o;
 }
 
@@ -152,17 +152,32 @@ static cudaError_t sample(bench_env *e, const fl_variant *v, double *event_us,
     return cudaSuccess;
 }
 
+/* With check_each: verify what run number `run` of variant k left behind;
+ * keep the first failure. */
+static void check_run(const fl_timing_opts *o, const fl_variant *v, fl_timing *t, int run)
+{
+    if (!o->check_each || v->check == NULL || t->check_failed_run) return;
+    char msg[sizeof t->check_msg];
+    t->check_runs++;
+    if (!v->check(v->ctx, msg, sizeof msg)) {
+        t->check_failed_run = run;
+        snprintf(t->check_msg, sizeof t->check_msg, "%s", msg);
+    }
+}
+
 static cudaError_t time_all(bench_env *e, const fl_variant *v, int nv,
                             const fl_timing_opts *o, fl_timing *out,
                             double *ev, double *wall, double *charged)
 {
     int ns = o->samples;
+    for (int k = 0; k < nv; ++k) memset(&out[k], 0, sizeof out[k]);
 
     /* Warm-up: module loading, first-touch page mapping, clocks ramping. */
     for (int k = 0; k < nv; ++k)
         for (int w = 0; w < o->warmup; ++w) {
             double a, b;
             CUDA_CHECK(sample(e, &v[k], &a, &b));
+            check_run(o, &v[k], &out[k], w + 1);
         }
 
     /* Empty samples: the trailing flush alone (subtracted from the events)
@@ -177,6 +192,7 @@ static cudaError_t time_all(bench_env *e, const fl_variant *v, int nv,
             int k = (i + r) % nv;
             double raw;
             CUDA_CHECK(sample(e, &v[k], &raw, &wall[k * ns + i]));
+            check_run(o, &v[k], &out[k], o->warmup + i + 1);
             /* the work and its write-backs; never below a tenth of a microsecond
              * (the subtraction can dip under zero for tiny kernels) */
             double work = raw - e->after_us;
@@ -194,6 +210,9 @@ static cudaError_t time_all(bench_env *e, const fl_variant *v, int nv,
                          ? kwall[i] - overhead
                          : kev[i];
         }
+        int failed_run = t->check_failed_run, runs = t->check_runs;
+        char early[sizeof t->check_msg];
+        memcpy(early, t->check_msg, sizeof early);
         memset(t, 0, sizeof *t);
         t->name = v[k].name;
         t->samples = ns;
@@ -208,7 +227,12 @@ static cudaError_t time_all(bench_env *e, const fl_variant *v, int nv,
         }
         if (o->ceiling_gbs > 0.0) t->pct_of_ceiling = 100.0 * t->gbs / o->ceiling_gbs;
         t->check_ok = -1;
-        if (v[k].check) {
+        t->check_runs = runs;
+        if (failed_run) {
+            t->check_ok = 0;
+            t->check_failed_run = failed_run;
+            memcpy(t->check_msg, early, sizeof t->check_msg);
+        } else if (v[k].check) {
             t->check_ok = v[k].check(v[k].ctx, t->check_msg, sizeof t->check_msg) ? 1 : 0;
         }
     }

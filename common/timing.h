@@ -24,7 +24,11 @@
  * stream, the legacy default stream): when the wall clock exceeds the events
  * by far more than launch overhead, the sample is charged the wall time and
  * the result is flagged `hidden_work`. After the loop each variant's
- * `check` re-verifies the output its last timed run left behind.
+ * `check` re-verifies the output its last timed run left behind; with
+ * `check_each` it verifies every run (warm-ups included, outside the timed
+ * region), so a launcher that is right only sometimes (during warm-up, for
+ * its first calls, for inputs it has not seen) is caught. The tests use
+ * `prepare` to poison the outputs and give every run fresh inputs.
  */
 #ifndef FUSIONLAB_TIMING_H
 #define FUSIONLAB_TIMING_H
@@ -51,6 +55,8 @@ typedef struct {
     int samples;         /* timed samples of each variant */
     size_t flush_bytes;  /* L2 flush read size; 0 = 2x L2 (at least 32 MiB) */
     double ceiling_gbs;  /* > 0: also report % of this bandwidth */
+    int check_each;      /* 1: run each variant's check after every warm-up and
+                            timed run (untimed), not only after the loop */
 } fl_timing_opts;
 
 typedef struct {
@@ -68,6 +74,9 @@ typedef struct {
     double pct_of_ceiling;  /* 100 * gbs / ceiling_gbs, or 0 */
     int hidden_work;        /* 1: wall clock far above the events */
     int check_ok;           /* -1 no check given, 0 failed, 1 passed */
+    int check_failed_run;   /* with check_each: the first wrong run, counted
+                               from 1 over warm-ups then samples; else 0 */
+    int check_runs;         /* runs checked */
     char check_msg[512];
 } fl_timing;
 

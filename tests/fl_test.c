@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #ifdef FUSIONLAB_HAVE_CJSON
 #include <cJSON.h>
@@ -39,13 +40,85 @@ const char *fl_test_error_hint(cudaError_t e)
     }
 }
 
+/* Under the sanitizer stage (tools/sanitize sets FUSIONLAB_SANITIZE) every
+ * access is checked, 10 to 100 times slower: only the small cases run. */
+#define FL_SANITIZE_MAX_BYTES ((size_t)16 << 20)
+
 void *fl_test_dev_alloc(size_t bytes)
 {
+    const char *sanitize = getenv("FUSIONLAB_SANITIZE");
+    if (sanitize != NULL && sanitize[0] != '\0' && !(sanitize[0] == '0' && sanitize[1] == '\0') &&
+        bytes > FL_SANITIZE_MAX_BYTES)
+        cr_skip_test("too large for the sanitizer stage: %zu MiB (the stage runs cases of up "
+                     "to %zu MiB per buffer)", (bytes + ((size_t)1 << 20) - 1) >> 20,
+                     FL_SANITIZE_MAX_BYTES >> 20);
     void *p = NULL;
-    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+    cudaError_t e = cudaMalloc(&p, bytes + FL_GUARD_BYTES);
     cr_assert(e == cudaSuccess, "cudaMalloc of %zu bytes failed: %s", bytes,
               cudaGetErrorString(e));
+    e = cudaMemset((char *)p + bytes, FL_GUARD_BYTE, FL_GUARD_BYTES);
+    cr_assert(e == cudaSuccess, "cudaMemset of the guard zone failed: %s", cudaGetErrorString(e));
     return p;
+}
+
+int fl_test_no_overrun(const void *end, const char *who, const char *what, char *msg,
+                       size_t len)
+{
+    unsigned char got[FL_GUARD_BYTES];
+    cudaError_t e = cudaMemcpy(got, end, sizeof got, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) {
+        snprintf(msg, len, "could not read the guard zone after %s: %s", what,
+                 cudaGetErrorString(e));
+        return 0;
+    }
+    size_t changed = 0, first = 0;
+    for (size_t i = 0; i < sizeof got; ++i)
+        if (got[i] != FL_GUARD_BYTE && changed++ == 0) first = i;
+    if (changed == 0) return 1;
+    snprintf(msg, len,
+             "%s wrote past the end of %s: %zu of the %d bytes after its last element changed "
+             "(the first %zu bytes past the end) -- threads whose index is past the last "
+             "element must do nothing: check the bounds test (i < n) in every kernel",
+             who, what, changed, FL_GUARD_BYTES, first);
+    return 0;
+}
+
+void fl_test_inputs_add(fl_inputs *g, const char *name, const void *d, size_t bytes)
+{
+    cr_assert(g->n < FL_MAX_INPUTS, "fl_test_inputs_add: more than %d inputs", FL_MAX_INPUTS);
+    int k = g->n++;
+    g->name[k] = name;
+    g->ptr[k] = d;
+    g->bytes[k] = bytes;
+    FL_ASSERT_CUDA(fl_checksum(d, bytes, &g->sum[k]));
+}
+
+cudaError_t fl_test_inputs_snapshot(fl_inputs *g)
+{
+    for (int k = 0; k < g->n; ++k) CUDA_CHECK(fl_checksum(g->ptr[k], g->bytes[k], &g->sum[k]));
+    return cudaSuccess;
+}
+
+int fl_test_inputs_unchanged(const fl_inputs *g, const char *who, char *msg, size_t len)
+{
+    for (int k = 0; k < g->n; ++k) {
+        uint64_t now = 0;
+        cudaError_t e = fl_checksum(g->ptr[k], g->bytes[k], &now);
+        if (e != cudaSuccess) {
+            snprintf(msg, len, "could not checksum the input %s: %s", g->name[k],
+                     cudaGetErrorString(e));
+            return 0;
+        }
+        if (now != g->sum[k]) {
+            snprintf(msg, len,
+                     "%s changed its input %s (%zu bytes, checksummed before and after the "
+                     "call): inputs are read-only -- keep intermediates in registers, shared "
+                     "memory or scratch of your own",
+                     who, g->name[k], g->bytes[k]);
+            return 0;
+        }
+    }
+    return 1;
 }
 
 void *fl_test_host_alloc(size_t bytes)
@@ -53,6 +126,90 @@ void *fl_test_host_alloc(size_t bytes)
     void *p = malloc(bytes ? bytes : 1);
     cr_assert(p != NULL, "malloc of %zu bytes failed", bytes);
     return p;
+}
+
+void fl_test_rotor_init(fl_rotor *r, size_t rows)
+{
+    memset(r, 0, sizeof *r);
+    r->rows = rows ? rows : 1;
+}
+
+void fl_test_rotor_add(fl_rotor *r, const char *name, void *dev, size_t row_bytes)
+{
+    cr_assert(r->n < FL_MAX_INPUTS, "fl_test_rotor_add: more than %d inputs", FL_MAX_INPUTS);
+    int k = r->n++;
+    size_t bytes = r->rows * row_bytes;
+    r->name[k] = name;
+    r->dev[k] = dev;
+    r->row_bytes[k] = row_bytes;
+    r->orig[k] = fl_test_dev_alloc(bytes);
+    FL_ASSERT_CUDA(cudaMemcpy(r->orig[k], dev, bytes, cudaMemcpyDeviceToDevice));
+}
+
+cudaError_t fl_test_rotor_next(fl_rotor *r, cudaStream_t stream)
+{
+    /* a shift that moves every row and differs from the last one: steps of
+     * about rows/phi, so successive shifts spread over the whole range */
+    size_t step = (size_t)((double)r->rows * 0.6180339887) | 1u;
+    r->calls++;
+    r->shift = r->rows > 1 ? 1 + ((size_t)r->calls * step) % (r->rows - 1) : 0;
+    for (int k = 0; k < r->n; ++k)
+        CUDA_CHECK(fl_rotate(r->dev[k], r->orig[k], r->rows, r->row_bytes[k], r->shift, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    r->sums.n = 0;
+    for (int k = 0; k < r->n; ++k) {
+        int j = r->sums.n++;
+        r->sums.name[j] = r->name[k];
+        r->sums.ptr[j] = r->dev[k];
+        r->sums.bytes[j] = r->rows * r->row_bytes[k];
+    }
+    CUDA_CHECK(fl_test_inputs_snapshot(&r->sums));
+    r->armed = 1;
+    return cudaSuccess;
+}
+
+int fl_test_rotor_inputs_ok(fl_rotor *r, const char *who, char *msg, size_t len)
+{
+    if (!r->armed) return 1;
+    r->armed = 0;
+    return fl_test_inputs_unchanged(&r->sums, who, msg, len);
+}
+
+void fl_test_rotor_free(fl_rotor *r)
+{
+    for (int k = 0; k < r->n; ++k) (void)cudaFree(r->orig[k]);
+    r->n = 0;
+}
+
+int fl_test_within_roofline(const fl_timing *t, double ceiling_gbs)
+{
+    return !(ceiling_gbs > 0.0 && t->gbs > FL_ROOFLINE_SLACK * ceiling_gbs);
+}
+
+void fl_test_assert_timing_honest(const fl_timing *t, const char *label,
+                                  const fl_timing_opts *o, double ceiling_gbs)
+{
+    if (t->check_failed_run) {
+        int run = t->check_failed_run, warm = o->warmup;
+        cr_assert_fail("%s %s: wrong during the timed runs: run %d of %d (%s %d) gave a wrong "
+                       "output, after %d right (each run gets fresh inputs and a poisoned "
+                       "output): %s -- an answer must not depend on earlier calls (no caching, "
+                       "no skipped work, no state kept between calls)",
+                       t->name, label, run, warm + o->samples,
+                       run <= warm ? "warm-up" : "timed sample", run <= warm ? run : run - warm,
+                       run - 1, t->check_msg);
+    }
+    cr_assert(t->check_ok != 0, "%s %s: wrong after the timed runs (it was right before): %s",
+              t->name, label, t->check_msg);
+    cr_assert(!t->hidden_work,
+              "%s %s: the GPU was busy %.1f us per run but the timed stream saw only %.1f us: "
+              "launch all work on the stream you are given",
+              t->name, label, t->wall_median_us, t->event_median_us);
+    cr_assert(fl_test_within_roofline(t, ceiling_gbs),
+              "%s %s: %.0f GB/s is faster than this GPU's memory allows (%.0f GB/s measured "
+              "copy bandwidth; more than %.1fx of it cannot be honest): the timed runs did not "
+              "move the bytes the work needs -- skipped, cached or hidden work",
+              t->name, label, t->gbs, ceiling_gbs, FL_ROOFLINE_SLACK);
 }
 
 void fl_test_speed(const char *label, fl_variant *baseline, fl_variant *candidate,
@@ -64,6 +221,7 @@ void fl_test_speed(const char *label, fl_variant *baseline, fl_variant *candidat
     fl_timing t[2];
     fl_timing_opts o = fl_timing_defaults();
     o.ceiling_gbs = ceiling;
+    o.check_each = 1;
     FL_ASSERT_CUDA(fl_time_variants(v, 2, &o, t));
 
     double speedup = t[0].us.median / t[1].us.median;
@@ -77,19 +235,13 @@ void fl_test_speed(const char *label, fl_variant *baseline, fl_variant *candidat
 
     int passed = t[0].check_ok && t[1].check_ok && !t[0].hidden_work &&
                  !t[1].hidden_work && speedup >= min_speedup &&
-                 t[1].pct_of_ceiling >= min_pct_ceiling;
+                 t[1].pct_of_ceiling >= min_pct_ceiling &&
+                 fl_test_within_roofline(&t[0], ceiling) &&
+                 fl_test_within_roofline(&t[1], ceiling);
     fl_test_speed_record(label, t[0].us.median, t[1].us.median, min_speedup,
                          t[1].pct_of_ceiling, min_pct_ceiling, passed);
 
-    for (int k = 0; k < 2; ++k) {
-        cr_assert(t[k].check_ok != 0,
-                  "%s %s: wrong after the timed runs (it was right before): %s",
-                  t[k].name, label, t[k].check_msg);
-        cr_assert(!t[k].hidden_work,
-                  "%s %s: the GPU was busy %.1f us per run but the timed stream "
-                  "saw only %.1f us: launch all work on the stream you are given",
-                  t[k].name, label, t[k].wall_median_us, t[k].event_median_us);
-    }
+    for (int k = 0; k < 2; ++k) fl_test_assert_timing_honest(&t[k], label, &o, ceiling);
     cr_assert(speedup >= min_speedup,
               "%s %s: %.2fx faster than %s, need >= %.2fx (%.1f us vs %.1f us): "
               "is every intermediate kept in registers, and is each input read "

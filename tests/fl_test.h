@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "compare.h"
+#include "guard.h"
 #include "timing.h"
 
 /* Skip the calling test when this machine has no usable GPU. */
@@ -41,10 +42,86 @@
 int fl_test_gpu_count(void);
 const char *fl_test_error_hint(cudaError_t e);
 
-/* cudaMalloc that asserts, with the size in the message. */
+/* cudaMalloc that asserts, with the size in the message. Every allocation
+ * is followed by FL_GUARD_BYTES of a known pattern: fl_test_no_overrun()
+ * tells whether a kernel wrote past the end of the `bytes` asked for.
+ * When the environment variable FUSIONLAB_SANITIZE is set (and not "0"), as
+ * tools/sanitize sets it, an allocation above 16 MiB skips the calling test
+ * instead ("too large for the sanitizer stage: N MiB"): under
+ * compute-sanitizer only the small correctness cases run. */
 void *fl_test_dev_alloc(size_t bytes);
+
+#define FL_GUARD_BYTES 4096
+#define FL_GUARD_BYTE 0xA5
+
+/* 1 if the guard zone at `end` (= what fl_test_dev_alloc returned + the
+ * bytes asked for) is intact; else 0 and a message naming `who` (the
+ * launcher) and `what` (the output). */
+int fl_test_no_overrun(const void *end, const char *who, const char *what, char *msg,
+                       size_t len);
+#define FL_ASSERT_NO_OVERRUN(end, who, what)                                  \
+    do {                                                                      \
+        char fl_m_[512];                                                      \
+        cr_assert(fl_test_no_overrun((end), (who), (what), fl_m_, sizeof fl_m_), \
+                  "%s", fl_m_);                                               \
+    } while (0)
+
+/* The inputs of a call, checksummed on the GPU when added (or when
+ * fl_test_inputs_snapshot re-takes them): a launcher must not write to
+ * them. FL_ASSERT_INPUTS fails naming the input that changed. */
+#define FL_MAX_INPUTS 8
+typedef struct {
+    int n;
+    const char *name[FL_MAX_INPUTS];
+    const void *ptr[FL_MAX_INPUTS];
+    size_t bytes[FL_MAX_INPUTS];
+    uint64_t sum[FL_MAX_INPUTS];
+} fl_inputs;
+
+void fl_test_inputs_add(fl_inputs *g, const char *name, const void *d, size_t bytes);
+cudaError_t fl_test_inputs_snapshot(fl_inputs *g);
+int fl_test_inputs_unchanged(const fl_inputs *g, const char *who, char *msg, size_t len);
+#define FL_ASSERT_INPUTS(g, who)                                              \
+    do {                                                                      \
+        char fl_m_[512];                                                      \
+        cr_assert(fl_test_inputs_unchanged((g), (who), fl_m_, sizeof fl_m_), "%s", fl_m_); \
+    } while (0)
 /* malloc that asserts. */
 void *fl_test_host_alloc(size_t bytes);
+
+/* Fresh inputs for every timed run. A rotor holds the pristine contents of
+ * a problem's inputs (each a number of equal rows: `row_bytes` apiece) and,
+ * before each run, writes into the same device buffers the inputs cyclically
+ * shifted by a different number of rows. An output row-wise in the inputs
+ * comes out shifted the same way, so the test checks it against its one
+ * reference after undoing the shift (fl_unrotate_f32). A launcher that keeps
+ * a result by pointer or by content, or skips "repeated" inputs, returns
+ * stale numbers and fails the check. The rotor also checksums the inputs it
+ * wrote, so the check can tell whether the launcher changed them. */
+typedef struct {
+    size_t rows;   /* shifts are taken modulo rows */
+    int n;
+    const char *name[FL_MAX_INPUTS];
+    void *dev[FL_MAX_INPUTS];
+    void *orig[FL_MAX_INPUTS];
+    size_t row_bytes[FL_MAX_INPUTS];
+    fl_inputs sums; /* checksums of what the last fl_test_rotor_next wrote */
+    int calls;
+    size_t shift;   /* rows, of the last fl_test_rotor_next */
+    int armed;      /* 1 between fl_test_rotor_next and the input check */
+} fl_rotor;
+
+void fl_test_rotor_init(fl_rotor *r, size_t rows);
+/* Register a device input of rows x row_bytes (its contents now become the
+ * pristine copy). */
+void fl_test_rotor_add(fl_rotor *r, const char *name, void *dev, size_t row_bytes);
+/* Shift every input by the next number of rows (never the same twice in a
+ * row), wait for it, and checksum the result. */
+cudaError_t fl_test_rotor_next(fl_rotor *r, cudaStream_t stream);
+/* After a run: 1 if the inputs still hold what fl_test_rotor_next wrote (or
+ * nothing was armed); else 0 and a message naming `who` and the input. */
+int fl_test_rotor_inputs_ok(fl_rotor *r, const char *who, char *msg, size_t len);
+void fl_test_rotor_free(fl_rotor *r);
 
 /* The speed rule of a lesson: time baseline and candidate with the course's
  * protocol (interleaved), print the measured figures, and assert
@@ -54,6 +131,21 @@ void *fl_test_host_alloc(size_t bytes);
  * timed stream. `label` names the size, e.g. "n=2^26". */
 void fl_test_speed(const char *label, fl_variant *baseline, fl_variant *candidate,
                    double min_speedup, double min_pct_ceiling);
+
+/* A variant's bandwidth above this multiple of the measured copy ceiling is
+ * not believed (the best kernels reach about 1.05x: cudaMemcpy is not quite
+ * the peak): the work was skipped, cached or hidden. */
+#define FL_ROOFLINE_SLACK 1.5
+
+/* 1 unless t->gbs exceeds FL_ROOFLINE_SLACK x ceiling_gbs (> 0). */
+int fl_test_within_roofline(const fl_timing *t, double ceiling_gbs);
+
+/* Assert what fl_test_speed asserts of one timed variant besides its speed:
+ * every checked run right (o->check_each) and the re-check after the loop,
+ * no work hidden from the timed stream, no bandwidth beyond the roofline.
+ * For tests with their own speed rule (lesson 05). */
+void fl_test_assert_timing_honest(const fl_timing *t, const char *label,
+                                  const fl_timing_opts *o, double ceiling_gbs);
 
 /* The speed log the grader reads. When the environment variable
  * FUSIONLAB_SPEED_LOG names a file, append one JSON line to it for the

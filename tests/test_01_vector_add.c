@@ -51,6 +51,7 @@ typedef struct {
     float *da, *db, *dc, *dy;/* device, already offset */
     float *dt1, *dt2;        /* baseline scratch */
     void *alloc[6];          /* what to cudaFree */
+    fl_run_fn run_timed;     /* speed: the launcher this copy times */
 } problem01;
 
 static float *dev_at(problem01 *p, int slot, size_t offset)
@@ -151,8 +152,14 @@ static void correct_case(const shape01 *s, const part01 *part)
     if (part->exact) ref_add(&p);
     else ref_fused(&p);
     FL_ASSERT_CUDA(fl_poison(p.dy, p.n * sizeof(float), 0));
+    fl_inputs in = {0};
+    fl_test_inputs_add(&in, "a", p.da, p.n * sizeof(float));
+    fl_test_inputs_add(&in, "b", p.db, p.n * sizeof(float));
+    if (!part->exact) fl_test_inputs_add(&in, "c", p.dc, p.n * sizeof(float));
     FL_ASSERT_CUDA(part->run(&p, 0));
     FL_ASSERT_SYNC(part->name);
+    FL_ASSERT_NO_OVERRUN(p.dy + p.n, part->name, part->out);
+    FL_ASSERT_INPUTS(&in, part->name);
     fl_compare_result r = part->exact
                               ? check_output(&p, part->out, 0.0, 0.0)
                               : check_output(&p, part->out, L01_FUSED_ATOL, L01_FUSED_RTOL);
@@ -183,19 +190,42 @@ ParameterizedTest(shape01 *s, baseline, correct) { correct_case(s, &kBaseline); 
 
 /* ---- speed ----------------------------------------------------------------- */
 
-static cudaError_t poison_y(void *ctx, cudaStream_t st)
+/* A timed run's context: the problem, the rotor that gives every run fresh
+ * inputs (shared by both variants: they read the same buffers) and the
+ * shift this variant's last run saw. */
+typedef struct {
+    problem01 *p;
+    fl_rotor *rotor;
+    size_t shift;
+    const char *who;
+} timed01;
+
+static cudaError_t timed_run(void *ctx, cudaStream_t st)
 {
-    problem01 *p = ctx;
-    return fl_poison(p->dy, p->n * sizeof(float), st);
+    timed01 *t = ctx;
+    return t->p->run_timed(t->p, st);
+}
+
+/* Untimed, before every run: fresh inputs (shifted by a new number of
+ * elements), a poisoned output. */
+static cudaError_t prepare_run(void *ctx, cudaStream_t st)
+{
+    timed01 *t = ctx;
+    CUDA_CHECK(fl_test_rotor_next(t->rotor, st));
+    t->shift = t->rotor->shift;
+    return fl_poison(t->p->dy, t->p->n * sizeof(float), st);
 }
 
 static int recheck(void *ctx, char *msg, size_t len)
 {
-    problem01 *p = ctx;
+    timed01 *t = ctx;
+    problem01 *p = t->p;
+    if (!fl_test_rotor_inputs_ok(t->rotor, t->who, msg, len)) return 0;
     if (fl_download_f32(p->got, p->dy, p->n) != cudaSuccess) {
         snprintf(msg, len, "could not read the output back");
         return 0;
     }
+    fl_unrotate_f32(p->got, p->n, t->shift);
     fl_compare_opts o = fl_compare_defaults("y", L01_FUSED_ATOL, L01_FUSED_RTOL);
     fl_compare_result r = fl_compare_f32(p->got, p->want, p->n, &o);
     snprintf(msg, len, "%s", r.message);
@@ -210,28 +240,38 @@ Test(speed, fused_vs_unfused)
     ref_fused(&p);
 
     /* Correct first: a fast wrong kernel earns nothing. */
-    FL_ASSERT_CUDA(poison_y(&p, 0));
+    fl_rotor rotor;
+    fl_test_rotor_init(&rotor, p.n);
+    fl_test_rotor_add(&rotor, "a", p.da, sizeof(float));
+    fl_test_rotor_add(&rotor, "b", p.db, sizeof(float));
+    fl_test_rotor_add(&rotor, "c", p.dc, sizeof(float));
+    p.run_timed = run_fused;
+    timed01 tf = {&p, &rotor, 0, "fused_elementwise"};
+    FL_ASSERT_CUDA(prepare_run(&tf, 0));
     FL_ASSERT_CUDA(run_fused(&p, 0));
     FL_ASSERT_SYNC("fused_elementwise");
     char msg[1024];
-    cr_assert(recheck(&p, msg, sizeof msg), "fused_elementwise n=2^26: %s", msg);
+    cr_assert(recheck(&tf, msg, sizeof msg), "fused_elementwise n=2^26: %s", msg);
 
-    /* Each variant writes its own output, poisoned before every timed
-     * sample; after the loop the harness re-checks both, so the last timed
-     * run of each must be right too. */
+    /* Each variant writes its own output. Before every run (warm-up or
+     * timed) the inputs are rotated and the output poisoned; after every
+     * run the output and the inputs are checked (untimed). */
     problem01 q = p;
     q.alloc[3] = NULL;
     q.dy = fl_test_dev_alloc(p.n * sizeof(float));
     q.got = fl_test_host_alloc(p.n * sizeof(float));
+    q.run_timed = run_unfused;
+    timed01 tb = {&q, &rotor, 0, "unfused_elementwise"};
 
-    fl_variant base = {.name = "unfused (3 kernels)", .run = run_unfused, .ctx = &q,
+    fl_variant base = {.name = "unfused (3 kernels)", .run = timed_run, .ctx = &tb,
                        .bytes = ELEMENTWISE_UNFUSED_BYTES(p.n), .flops = 3.0 * p.n,
-                       .prepare = poison_y, .check = recheck};
-    fl_variant fused = {.name = "fused", .run = run_fused, .ctx = &p,
+                       .prepare = prepare_run, .check = recheck};
+    fl_variant fused = {.name = "fused", .run = timed_run, .ctx = &tf,
                         .bytes = ELEMENTWISE_FUSED_BYTES(p.n), .flops = 3.0 * p.n,
-                        .prepare = poison_y, .check = recheck};
+                        .prepare = prepare_run, .check = recheck};
     fl_test_speed("n=2^26", &base, &fused, L01_MIN_SPEEDUP, L01_MIN_PCT_CEILING);
 
+    fl_test_rotor_free(&rotor);
     (void)cudaFree(q.dy);
     free(q.got);
     problem_free(&p);

@@ -233,8 +233,12 @@ static void correct_case(const shape02 *s, const part02 *part)
     problem02 p;
     problem_init(&p, s, part->seed + s->rows * 7919 + s->cols, part->scratch);
     FL_ASSERT_CUDA(fl_poison(p.dy, p.n * sizeof(float), 0));
+    fl_inputs in = {0};
+    fl_test_inputs_add(&in, "x", p.dx, p.n * sizeof(float));
     FL_ASSERT_CUDA(part->run(&p, 0));
     FL_ASSERT_SYNC(part->name);
+    FL_ASSERT_NO_OVERRUN(p.dy + p.n, part->name, "y");
+    FL_ASSERT_INPUTS(&in, part->name);
     FL_ASSERT_CUDA(fl_download_f32(p.got, p.dy, p.n));
     fl_compare_opts o = compare_opts(&p);
     fl_compare_result r = fl_compare_f32(p.got, p.want, p.n, &o);
@@ -312,19 +316,42 @@ ParameterizedTest(shape02 *s, baseline, correct) { correct_case(s, &kBaseline); 
 
 /* ---- speed ----------------------------------------------------------------- */
 
-static cudaError_t poison_y(void *ctx, cudaStream_t st)
+/* A timed run's context: the problem, the rotor that gives every run fresh
+ * inputs (both variants read the same x) and the shift of this variant's
+ * last run. */
+typedef struct {
+    problem02 *p;
+    fl_run_fn run;
+    fl_rotor *rotor;
+    size_t shift;
+    const char *who;
+} timed02;
+
+static cudaError_t timed_run(void *ctx, cudaStream_t st)
 {
-    problem02 *p = ctx;
-    return fl_poison(p->dy, p->n * sizeof(float), st);
+    timed02 *t = ctx;
+    return t->run(t->p, st);
+}
+
+/* Untimed, before every run: x rotated by a new number of rows, y poisoned. */
+static cudaError_t prepare_run(void *ctx, cudaStream_t st)
+{
+    timed02 *t = ctx;
+    CUDA_CHECK(fl_test_rotor_next(t->rotor, st));
+    t->shift = t->rotor->shift;
+    return fl_poison(t->p->dy, t->p->n * sizeof(float), st);
 }
 
 static int recheck(void *ctx, char *msg, size_t len)
 {
-    problem02 *p = ctx;
+    timed02 *t = ctx;
+    problem02 *p = t->p;
+    if (!fl_test_rotor_inputs_ok(t->rotor, t->who, msg, len)) return 0;
     if (fl_download_f32(p->got, p->dy, p->n) != cudaSuccess) {
         snprintf(msg, len, "could not read the output back");
         return 0;
     }
+    fl_unrotate_f32(p->got, p->n, t->shift * p->cols);
     fl_compare_opts o = compare_opts(p);
     fl_compare_result r = fl_compare_f32(p->got, p->want, p->n, &o);
     snprintf(msg, len, "%s", r.message);
@@ -339,30 +366,36 @@ Test(speed, fused_vs_unfused)
     problem_init(&p, &s, 0xD200, 1);
 
     /* Correct first: a fast wrong kernel earns nothing. */
-    FL_ASSERT_CUDA(poison_y(&p, 0));
+    fl_rotor rotor;
+    fl_test_rotor_init(&rotor, p.rows);
+    fl_test_rotor_add(&rotor, "x", p.dx, p.cols * sizeof(float));
+    timed02 tf = {&p, run_fused, &rotor, 0, "softmax_fused"};
+    FL_ASSERT_CUDA(prepare_run(&tf, 0));
     FL_ASSERT_CUDA(run_fused(&p, 0));
     FL_ASSERT_SYNC("softmax_fused");
     char msg[1024];
-    cr_assert(recheck(&p, msg, sizeof msg), "softmax_fused 4096x4096: %s", msg);
+    cr_assert(recheck(&tf, msg, sizeof msg), "softmax_fused 4096x4096: %s", msg);
 
-    /* Each variant writes its own output, poisoned before every timed
-     * sample; after the loop the harness re-checks both, so the last timed
-     * run of each must be right too. */
+    /* Each variant writes its own output. Before every run (warm-up or
+     * timed) x is rotated and y poisoned; after every run y and x are
+     * checked (untimed). */
     problem02 q = p;
     q.alloc[1] = NULL;
     q.dy = fl_test_dev_alloc(p.n * sizeof(float));
     q.got = fl_test_host_alloc(p.n * sizeof(float));
+    timed02 tb = {&q, run_unfused, &rotor, 0, "softmax_unfused"};
 
     /* Bytes each version must move: unfused 5 reads + 3 writes of the
      * matrix, fused 1 + 1 (softmax.h). ~5 flops per element either way. */
     double flops = 5.0 * (double)p.n;
-    fl_variant base = {.name = "unfused (5 kernels)", .run = run_unfused, .ctx = &q,
+    fl_variant base = {.name = "unfused (5 kernels)", .run = timed_run, .ctx = &tb,
                        .bytes = SOFTMAX_UNFUSED_BYTES(p.rows, p.cols), .flops = flops,
-                       .prepare = poison_y, .check = recheck};
-    fl_variant fused = {.name = "fused", .run = run_fused, .ctx = &p,
+                       .prepare = prepare_run, .check = recheck};
+    fl_variant fused = {.name = "fused", .run = timed_run, .ctx = &tf,
                         .bytes = SOFTMAX_FUSED_BYTES(p.rows, p.cols), .flops = flops,
-                        .prepare = poison_y, .check = recheck};
+                        .prepare = prepare_run, .check = recheck};
     fl_test_speed("4096x4096", &base, &fused, L02_MIN_SPEEDUP, L02_MIN_PCT_CEILING);
+    fl_test_rotor_free(&rotor);
 
     (void)cudaFree(q.dy);
     free(q.got);

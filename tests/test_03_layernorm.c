@@ -97,6 +97,12 @@ typedef struct {
     output03 out[3]; /* forward: y, mean, rstd; backward: dx, dweight, dbias */
     float *scratch;  /* device scratch of the launcher, or NULL */
     size_t scratch_floats;
+    /* speed only: the launcher timed, fresh inputs for every run, and the
+     * shift (rows) this job's last run saw */
+    fl_run_fn run;
+    fl_rotor *rotor;
+    size_t shift;
+    const char *who;
 } job03;
 
 static const char *kFlatHint =
@@ -255,12 +261,18 @@ static cudaError_t poison_job(void *ctx, cudaStream_t st)
 static int check_job(void *ctx, char *msg, size_t len)
 {
     job03 *j = ctx;
+    if (j->rotor && !fl_test_rotor_inputs_ok(j->rotor, j->who, msg, len)) return 0;
     for (int k = 0; k < 3; ++k) {
         output03 *o = &j->out[k];
         if (fl_download_f32(j->p->got, o->dev, o->len) != cudaSuccess) {
             snprintf(msg, len, "could not read %s back", o->name);
             return 0;
         }
+        /* row-wise outputs come out shifted with the inputs; dweight and
+         * dbias are sums over all rows, which a shift does not change */
+        int summed = strcmp(o->name, "dweight") == 0 || strcmp(o->name, "dbias") == 0;
+        if (j->rotor && !summed)
+            fl_unrotate_f32(j->p->got, o->len, j->shift * (o->len / j->p->rows));
         fl_compare_opts opts = fl_compare_defaults(o->name, o->atol, o->rtol);
         opts.cols = o->cols;
         opts.magnitude = o->magnitude;
@@ -386,8 +398,21 @@ static void correct_case(const shape03 *s, const part03 *part)
     if (part->backward) job_backward(&j, &p, scratch);
     else job_forward(&j, &p, scratch);
     FL_ASSERT_CUDA(poison_job(&j, 0));
+    fl_inputs in = {0};
+    fl_test_inputs_add(&in, "x", p.d_x, p.n * sizeof(float));
+    fl_test_inputs_add(&in, "weight", p.d_w, p.cols * sizeof(float));
+    if (part->backward) {
+        fl_test_inputs_add(&in, "dy", p.d_dy, p.n * sizeof(float));
+        fl_test_inputs_add(&in, "mean", p.d_mean_in, p.rows * sizeof(float));
+        fl_test_inputs_add(&in, "rstd", p.d_rstd_in, p.rows * sizeof(float));
+    } else {
+        fl_test_inputs_add(&in, "bias", p.d_b, p.cols * sizeof(float));
+    }
     FL_ASSERT_CUDA(part->run(&j, 0));
     FL_ASSERT_SYNC(part->label);
+    for (int k = 0; k < 3; ++k)
+        FL_ASSERT_NO_OVERRUN(j.out[k].dev + j.out[k].len, part->label, j.out[k].name);
+    FL_ASSERT_INPUTS(&in, part->label);
     char msg[1024];
     int ok = check_job(&j, msg, sizeof msg);
     cr_assert(ok, "%s, %zu x %zu: %s [%s]", part->label, s->rows, s->cols, msg, part->advice);
@@ -475,9 +500,26 @@ ParameterizedTest(shape03 *s, baseline, backward) { correct_case(s, &kBaseBwd); 
 
 /* ---- speed ---------------------------------------------------------------------- */
 
+static cudaError_t timed_run(void *ctx, cudaStream_t st)
+{
+    job03 *j = ctx;
+    return j->run(j, st);
+}
+
+/* Untimed, before every run: the inputs rotated by a new number of rows, the
+ * outputs (and scratch) poisoned. */
+static cudaError_t prepare_run(void *ctx, cudaStream_t st)
+{
+    job03 *j = ctx;
+    CUDA_CHECK(fl_test_rotor_next(j->rotor, st));
+    j->shift = j->rotor->shift;
+    return poison_job(j, st);
+}
+
 /* Correct first (a fast wrong kernel earns nothing), then time fused and
- * unfused interleaved; each writes its own outputs, poisoned before every
- * sample and re-checked after the timed loop. */
+ * unfused interleaved; each writes its own outputs. Before every run
+ * (warm-up or timed) the inputs rotate and the outputs are poisoned; after
+ * every run outputs and inputs are checked (untimed). */
 static void speed_case(const part03 *fused, const part03 *base, const char *label,
                        double fused_bytes, double base_bytes, double min_speedup)
 {
@@ -493,7 +535,21 @@ static void speed_case(const part03 *fused, const part03 *base, const char *labe
         job_forward(&jf, &p, fused->scratch(R, C));
         job_forward(&jb, &p, base->scratch(R, C));
     }
-    FL_ASSERT_CUDA(poison_job(&jf, 0));
+    fl_rotor rotor;
+    fl_test_rotor_init(&rotor, R);
+    fl_test_rotor_add(&rotor, "x", p.d_x, C * sizeof(float));
+    if (fused->backward) {
+        fl_test_rotor_add(&rotor, "dy", p.d_dy, C * sizeof(float));
+        fl_test_rotor_add(&rotor, "mean", p.d_mean_in, sizeof(float));
+        fl_test_rotor_add(&rotor, "rstd", p.d_rstd_in, sizeof(float));
+    }
+    jf.run = fused->run;
+    jf.rotor = &rotor;
+    jf.who = fused->label;
+    jb.run = base->run;
+    jb.rotor = &rotor;
+    jb.who = base->label;
+    FL_ASSERT_CUDA(prepare_run(&jf, 0));
     FL_ASSERT_CUDA(fused->run(&jf, 0));
     FL_ASSERT_SYNC(fused->label);
     char msg[1024];
@@ -501,11 +557,12 @@ static void speed_case(const part03 *fused, const part03 *base, const char *labe
               msg, fused->advice);
 
     fl_variant vb = {.name = fused->backward ? "unfused (15 kernels)" : "unfused (8 kernels)",
-                     .run = base->run, .ctx = &jb, .bytes = base_bytes,
-                     .prepare = poison_job, .check = check_job};
-    fl_variant vf = {.name = "fused", .run = fused->run, .ctx = &jf, .bytes = fused_bytes,
-                     .prepare = poison_job, .check = check_job};
+                     .run = timed_run, .ctx = &jb, .bytes = base_bytes,
+                     .prepare = prepare_run, .check = check_job};
+    fl_variant vf = {.name = "fused", .run = timed_run, .ctx = &jf, .bytes = fused_bytes,
+                     .prepare = prepare_run, .check = check_job};
     fl_test_speed(label, &vb, &vf, min_speedup, L03_MIN_PCT_CEILING);
+    fl_test_rotor_free(&rotor);
     job_free(&jf);
     job_free(&jb);
     problem_free(&p);

@@ -244,8 +244,12 @@ ParameterizedTest(shape04 *s, C_transpose, correct)
     transpose_problem p;
     transpose_init(&p, s->rows, s->cols, 0x0401 + s->rows * 7 + s->cols);
     FL_ASSERT_CUDA(fl_poison(p.out, s->rows * s->cols * sizeof(float), 0));
+    fl_inputs in = {0};
+    fl_test_inputs_add(&in, "in", p.in, s->rows * s->cols * sizeof(float));
     FL_ASSERT_CUDA(transpose_tiled(p.in, p.out, s->rows, s->cols, 0));
     FL_ASSERT_SYNC("transpose_tiled");
+    FL_ASSERT_NO_OVERRUN(p.out + s->rows * s->cols, "transpose_tiled", "out");
+    FL_ASSERT_INPUTS(&in, "transpose_tiled");
     fl_compare_result r = transpose_check(&p);
     cr_assert(r.n_bad == 0, "transpose_tiled %zux%zu: %s", s->rows, s->cols, r.message);
     transpose_free(&p);
@@ -253,9 +257,15 @@ ParameterizedTest(shape04 *s, C_transpose, correct)
 
 /* ---- speed ------------------------------------------------------------------ */
 
+/* A timed run: the problem, this variant's output, the rotor that gives
+ * every run fresh inputs (in shifted by a new number of rows) and the shift
+ * this variant's last run saw. */
 typedef struct {
     transpose_problem *p;
     float *out;
+    fl_rotor *rotor;
+    size_t shift;
+    const char *who;
 } transpose_ctx;
 
 static cudaError_t run_naive(void *ctx, cudaStream_t st)
@@ -270,19 +280,28 @@ static cudaError_t run_tiled(void *ctx, cudaStream_t st)
     return transpose_tiled(t->p->in, t->out, t->p->rows, t->p->cols, st);
 }
 
-static cudaError_t poison_out(void *ctx, cudaStream_t st)
+static cudaError_t prepare_run(void *ctx, cudaStream_t st)
 {
     transpose_ctx *t = ctx;
+    CUDA_CHECK(fl_test_rotor_next(t->rotor, st));
+    t->shift = t->rotor->shift;
     return fl_poison(t->out, t->p->rows * t->p->cols * sizeof(float), st);
 }
 
 static int recheck(void *ctx, char *msg, size_t len)
 {
     transpose_ctx *t = ctx;
-    float *keep = t->p->out;
-    t->p->out = t->out;
-    fl_compare_result r = transpose_check(t->p);
-    t->p->out = keep;
+    transpose_problem *p = t->p;
+    if (!fl_test_rotor_inputs_ok(t->rotor, t->who, msg, len)) return 0;
+    if (fl_download_f32(p->h_out, t->out, p->rows * p->cols) != cudaSuccess) {
+        snprintf(msg, len, "could not read the output back");
+        return 0;
+    }
+    /* in shifted by k rows: every row of out (a column of in) shifts by k */
+    for (size_t c = 0; c < p->cols; ++c) fl_unrotate_f32(p->h_out + c * p->rows, p->rows, t->shift);
+    fl_compare_opts o = fl_compare_defaults("out", 0.0, 0.0);
+    o.cols = p->rows; /* out is (cols, rows) */
+    fl_compare_result r = fl_compare_f32(p->h_out, p->want, p->rows * p->cols, &o);
     snprintf(msg, len, "%s", r.message);
     return r.n_bad == 0;
 }
@@ -298,15 +317,20 @@ Test(speed, tiled_vs_naive_transpose)
     fl_compare_result r = transpose_check(&p);
     cr_assert(r.n_bad == 0, "transpose_tiled %zux%zu: %s", p.rows, p.cols, r.message);
 
-    transpose_ctx naive = {&p, fl_test_dev_alloc(p.rows * p.cols * sizeof(float))};
-    transpose_ctx tiled = {&p, p.out};
+    fl_rotor rotor;
+    fl_test_rotor_init(&rotor, p.rows);
+    fl_test_rotor_add(&rotor, "in", p.in, p.cols * sizeof(float));
+    transpose_ctx naive = {&p, fl_test_dev_alloc(p.rows * p.cols * sizeof(float)), &rotor, 0,
+                           "transpose_naive"};
+    transpose_ctx tiled = {&p, p.out, &rotor, 0, "transpose_tiled"};
     double bytes = 2.0 * 4.0 * (double)p.rows * (double)p.cols;
     fl_variant base = {.name = "naive transpose", .run = run_naive, .ctx = &naive,
-                       .bytes = bytes, .prepare = poison_out, .check = recheck};
+                       .bytes = bytes, .prepare = prepare_run, .check = recheck};
     fl_variant cand = {.name = "tiled transpose", .run = run_tiled, .ctx = &tiled,
-                       .bytes = bytes, .prepare = poison_out, .check = recheck};
+                       .bytes = bytes, .prepare = prepare_run, .check = recheck};
     fl_test_speed("8192x8192", &base, &cand, L04_MIN_TRANSPOSE_SPEEDUP,
                   L04_MIN_TRANSPOSE_PCT_CEILING);
+    fl_test_rotor_free(&rotor);
     (void)cudaFree(naive.out);
     transpose_free(&p);
 }

@@ -10,6 +10,7 @@
 #include "compare.h"
 #include "csv.h"
 #include "data.h"
+#include "guard.h"
 #include "timing.h"
 
 #include <math.h>
@@ -22,6 +23,8 @@ TestSuite(compare, .timeout = 10);
 TestSuite(stats, .timeout = 10);
 TestSuite(csv, .timeout = 10);
 TestSuite(data, .timeout = 10);
+TestSuite(guard, .timeout = 10);
+TestSuite(timing, .timeout = 10);
 
 #define N 4096
 
@@ -404,4 +407,39 @@ Test(data, ceil_div)
     cr_assert_eq(CEIL_DIV(256, 256), 1);
     cr_assert_eq(CEIL_DIV(257, 256), 2);
     cr_assert_eq(CEIL_DIV((size_t)1 << 40, (size_t)256), (size_t)1 << 32);
+}
+
+/* ---- guard.h: undoing a rotation ------------------------------------------------ */
+
+Test(guard, unrotate_undoes_a_cyclic_shift)
+{
+    enum { LEN = 37 };
+    float y[LEN], x[LEN];
+    for (int i = 0; i < LEN; ++i) y[i] = (float)(i * 3 + 1);
+    size_t shifts[] = {0, 1, 5, 36, 37, 40};
+    for (size_t k = 0; k < sizeof shifts / sizeof shifts[0]; ++k) {
+        size_t s = shifts[k];
+        /* what a row-wise kernel gives for inputs shifted by s: y[(i + s) % n] */
+        for (int i = 0; i < LEN; ++i) x[i] = y[(i + s) % LEN];
+        fl_unrotate_f32(x, LEN, s);
+        for (int i = 0; i < LEN; ++i)
+            cr_assert(x[i] == y[i], "shift %zu: x[%d] = %g, want %g", s, i, x[i], y[i]);
+    }
+}
+
+Test(guard, unrotate_by_rows)
+{
+    /* 4 rows of 3: inputs shifted by one row (3 elements) */
+    float y[12], x[12];
+    for (int i = 0; i < 12; ++i) y[i] = (float)i;
+    for (int i = 0; i < 12; ++i) x[i] = y[(i + 3) % 12];
+    fl_unrotate_f32(x, 12, 3);
+    cr_assert(memcmp(x, y, sizeof x) == 0, "rows came back in the wrong order");
+}
+
+Test(timing, check_each_is_off_by_default)
+{
+    fl_timing_opts o = fl_timing_defaults();
+    cr_assert(o.check_each == 0, "benches check once, after the loop");
+    cr_assert(o.warmup > 0 && o.samples > 0);
 }
