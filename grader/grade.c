@@ -44,7 +44,8 @@ static void usage(FILE *f)
             "  --arch LIST       CMAKE_CUDA_ARCHITECTURES of the scratch build\n"
             "                    (default: native with a GPU, else the course default)\n"
             "  --no-gpu          hide the GPU from the tests (GPU checks: not run)\n"
-            "  --suite-timeout S, --lesson-timeout S, --build-timeout S\n"
+            "  --suite-timeout S, --lesson-timeout S, --build-timeout S,\n"
+            "  --sanitizer-timeout S\n"
             "                    wall-clock limits (default: from the rubric)\n"
             "  --test-timeout S  Criterion's per-test limit for every test (default: each\n"
             "                    suite's own)\n"
@@ -333,7 +334,7 @@ int main(int argc, char **argv)
     const char *out = "grade-out", *work = NULL, *rubric_path = NULL, *lessons = NULL;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     g.jobs = cpus > 0 ? (int)cpus : 2;
-    double suite_t = 0, lesson_t = 0, build_t = 0;
+    double suite_t = 0, lesson_t = 0, build_t = 0, sanitizer_t = 0;
     strlist paths = {0};
     int opts_done = 0;
     for (int i = 1; i < argc; ++i) {
@@ -375,7 +376,7 @@ int main(int argc, char **argv)
             g.no_gpu = 1;
         } else if (strcmp(a, "--jobs") == 0 || strcmp(a, "--suite-timeout") == 0 ||
                    strcmp(a, "--lesson-timeout") == 0 || strcmp(a, "--build-timeout") == 0 ||
-                   strcmp(a, "--test-timeout") == 0) {
+                   strcmp(a, "--test-timeout") == 0 || strcmp(a, "--sanitizer-timeout") == 0) {
             const char *v;
             TAKE(v);
             char *end = NULL;
@@ -388,6 +389,7 @@ int main(int argc, char **argv)
             else if (strcmp(a, "--suite-timeout") == 0) suite_t = x;
             else if (strcmp(a, "--lesson-timeout") == 0) lesson_t = x;
             else if (strcmp(a, "--build-timeout") == 0) build_t = x;
+            else if (strcmp(a, "--sanitizer-timeout") == 0) sanitizer_t = x;
             else g.test_timeout = x;
         } else {
             fprintf(stderr, "fusionlab_grade: unknown option %s\n\n", a);
@@ -416,6 +418,7 @@ int main(int argc, char **argv)
     g.build_timeout = build_t > 0 ? build_t : g.rub.build_timeout_s;
     g.suite_timeout = suite_t > 0 ? suite_t : g.rub.suite_timeout_s;
     g.lesson_timeout = lesson_t > 0 ? lesson_t : g.rub.lesson_timeout_s;
+    g.sanitizer_timeout = sanitizer_t > 0 ? sanitizer_t : g.rub.sanitizer_timeout_s;
     if (lessons) {
         if (parse_lessons(&g, lessons) != 0)
             return config_fail(out, &paths, xasprintf("--lessons %s: not a list of lesson numbers",

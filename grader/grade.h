@@ -41,6 +41,7 @@ typedef struct {
     char *gpu_name;
     char *arch;          /* CMAKE_CUDA_ARCHITECTURES for the scratch build, or NULL */
     double build_timeout, suite_timeout, lesson_timeout, test_timeout;
+    double sanitizer_timeout; /* tools/sanitize, all four tools together */
     const char *seed;    /* FUSIONLAB_GRADE_SEED, scrubbed from every output */
     speed_log reference; /* the worked solutions' speed, this GPU, this run */
     strlist reference_notes;
@@ -64,6 +65,7 @@ typedef enum {
     L_REFUSED,        /* a file of it (or the whole submission) was refused */
     L_BUILD_FAILED,   /* compile or link error */
     L_LINK_REFUSED,   /* a student file defines a symbol of the harness */
+    L_FLAGGED,        /* the object scan (tools/scan-objects) flagged a call or symbol */
     L_SETUP_FAILED,   /* the grader could not prepare the course build */
     L_INTERRUPTED,
 } lesson_state;

@@ -7,10 +7,15 @@
  *      deleted first, so a failed build can never run an old program)
  *   3. refuse student objects that define a symbol of the harness: a
  *      second `main`, a baseline launcher, a CUDA or libc function that the
- *      timing relies on (the static linker would quietly take theirs)
+ *      timing relies on (the static linker would quietly take theirs); then
+ *      the object scan (tools/scan-objects): a student object that calls
+ *      cuBLAS, cuDNN or the baseline, handles signals, reads the
+ *      environment, ... flags the lesson, and every check of it scores 0
  *   4. run each suite the rubric names on its own (a --filter per suite), one
  *      test at a time, with Criterion's JSON report, the speed log and a
- *      hard wall-clock limit; a suite killed at its limit costs only itself
+ *      hard wall-clock limit; a suite killed at its limit costs only itself;
+ *      then, when the rubric gives the sanitizer check points, the test
+ *      program under compute-sanitizer (tools/sanitize, its own limit)
  *   5. score every check of the rubric from the reports
  */
 #define _XOPEN_SOURCE 700
@@ -37,6 +42,7 @@ const char *lesson_state_name(lesson_state s)
     case L_REFUSED: return "refused";
     case L_BUILD_FAILED: return "build failed";
     case L_LINK_REFUSED: return "link error";
+    case L_FLAGGED: return "flagged";
     case L_SETUP_FAILED: return "grader setup failed";
     case L_INTERRUPTED: return "interrupted";
     }
@@ -413,6 +419,76 @@ static char *symbol_clashes(grader *g, const lesson_info *li)
     return shown ? sbuf_take(&msg) : (sbuf_free(&msg), NULL);
 }
 
+/* The object scan: tools/scan-objects over the student's object files, with
+ * the course's libraries of this scratch build as what they must not
+ * repeat or call. 1 and *out = its lines when it flags something, 0 when
+ * not, -1 and *out = why when it cannot tell (the lesson is then graded as
+ * usual, with a note). */
+static int object_scan(grader *g, const lesson_info *li, char **out)
+{
+    *out = NULL;
+    strlist objs = {0};
+    g_objs = &objs;
+    char *objdir = xasprintf("%s/CMakeFiles/lesson%s_student.dir", g->build, li->number);
+    nftw(objdir, collect_object, 16, FTW_PHYS);
+    free(objdir);
+    if (objs.n == 0) {
+        *out = xstrdup("no object file of the student's library was found");
+        return -1;
+    }
+    char *script = path_join(g->course, "tools/scan-objects");
+    char *libs[3] = {path_join(g->build, "libfusionlab_common.a"),
+                     path_join(g->build, "libfusionlab_testlib.a"),
+                     xasprintf("%s/liblesson%s_baseline.a", g->build, li->number)};
+    char **argv = xcalloc((size_t)objs.n + 10, sizeof *argv);
+    int k = 0;
+    argv[k++] = "sh";
+    argv[k++] = script;
+    for (int i = 0; i < 2; ++i)
+        if (is_file(libs[i])) {
+            argv[k++] = "--harness";
+            argv[k++] = libs[i];
+        }
+    if (is_file(libs[2])) {
+        argv[k++] = "--baseline";
+        argv[k++] = libs[2];
+    }
+    for (int i = 0; i < objs.n; ++i) argv[k++] = objs.v[i];
+    argv[k] = NULL;
+    proc_opts o = {.timeout_s = 120, .head = 256 << 10, .tail = 16 << 10};
+    proc_result r;
+    proc_run(argv, &o, &r);
+    int rc = -1;
+    if (r.started && !r.timed_out && !r.interrupted && r.term_signal == 0 &&
+        (r.exit_code == 0 || r.exit_code == 1)) {
+        rc = r.exit_code;
+    }
+    if (rc == 1) {
+        /* at most 20 of its lines: the rest is more of the same */
+        sbuf b = {0};
+        int lines = 0, more = 0;
+        char *save = NULL;
+        for (char *line = strtok_r(r.output, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+            if (line[0] == '\0') continue;
+            if (lines++ < 20) sbuf_addf(&b, "%s\n", line);
+            else ++more;
+        }
+        if (more) sbuf_addf(&b, "(%d more not listed)\n", more);
+        *out = sbuf_take(&b);
+    } else if (rc < 0) {
+        char *t = trim_middle(r.output, 300, 300);
+        *out = r.timed_out ? xstrdup("it ran past 120 s")
+                           : xasprintf("exit status %d%s%s", r.exit_code, t[0] ? ": " : "", t);
+        free(t);
+    }
+    proc_result_free(&r);
+    free(argv);
+    free(script);
+    for (int i = 0; i < 3; ++i) free(libs[i]);
+    strlist_free(&objs);
+    return rc;
+}
+
 /* ---- 4. running the suites --------------------------------------------------- */
 
 typedef enum { CR_PASSED, CR_FAILED, CR_CRASHED, CR_TIMED_OUT, CR_SKIPPED, CR_KILLED } cr_status;
@@ -748,6 +824,109 @@ static void suite_run_free(suite_run *sr)
     speed_log_free(&sr->speed);
 }
 
+/* ---- 4b. the sanitizer ---------------------------------------------------------- */
+
+typedef struct {
+    check_status status;
+    char *output;
+} sanitizer_run;
+
+static const char *const kSanitizerTools[] = {"memcheck", "racecheck", "initcheck", "synccheck"};
+
+static void write_log(grader *g, submission *s, const char *name, const char *text);
+
+/* tools/sanitize (all four tools, the small cases of every suite but speed,
+ * baseline and counters) on the student's test program, within the
+ * grader's sanitizer limit; its report becomes the check's output, the
+ * sanitizer's own output the log NN-sanitizer.log. */
+static void run_sanitizer(grader *g, submission *s, lesson_result *lr, const char *binary,
+                          const char *progress, sanitizer_run *sr)
+{
+    const lesson_info *li = lr->li;
+    char *script = path_join(g->course, "tools/sanitize");
+    char *outdir = path_join(g->run_dir, "sanitize");
+    rm_rf(outdir);
+    char per_tool[32];
+    double each = g->sanitizer_timeout / 4.0;
+    snprintf(per_tool, sizeof per_tool, "%ld", each < 1.0 ? 1L : (long)each);
+    char *argv[] = {"sh", script, "--tool", "all", "--timeout", per_tool, "--out", outdir,
+                    (char *)binary, NULL};
+    const char *env_set[2] = {NULL, NULL};
+    if (g->no_gpu) env_set[0] = "CUDA_VISIBLE_DEVICES=";
+    /* tools/sanitize bounds each tool itself; this is the backstop */
+    proc_opts o = {.timeout_s = g->sanitizer_timeout + 60, .cwd = g->run_dir, .env_set = env_set,
+                   .head = 1 << 20, .tail = 1 << 20};
+    fprintf(stderr, "%s: compute-sanitizer (limit %.0f s)\n", progress, g->sanitizer_timeout);
+    proc_result r;
+    proc_run(argv, &o, &r);
+
+    /* the log: the report, then each tool's own output */
+    sbuf log = {0};
+    sbuf_addf(&log, "==== tools/sanitize: exit %d, %.1f s%s\n%s\n", r.exit_code, r.elapsed_s,
+              r.timed_out ? " (stopped at the limit)" : "", r.output);
+    for (size_t i = 0; i < sizeof kSanitizerTools / sizeof kSanitizerTools[0]; ++i) {
+        char *name = xasprintf("%s/%s.log", outdir, kSanitizerTools[i]);
+        char *text = read_file(name, 16u << 20, NULL, NULL);
+        if (text) {
+            char *t = trim_middle(text, 48 * 1024, 48 * 1024);
+            sbuf_addf(&log, "==== %s\n%s\n", kSanitizerTools[i], t);
+            free(t);
+        }
+        free(text);
+        free(name);
+    }
+    char *logname = xasprintf("%s-sanitizer.log", li->number);
+    write_log(g, s, logname, sbuf_str(&log));
+    sbuf_free(&log);
+
+    /* the report without its pointer to the raw logs (they are in logs/) */
+    sbuf rep = {0};
+    char *copy = xstrdup(r.output);
+    char *save = NULL;
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        if (!starts_with(line, "(the sanitizer's own output")) sbuf_addf(&rep, "%s\n", line);
+    free(copy);
+    char *report = trim_middle(sbuf_str(&rep), 1800, 600);
+    sbuf_free(&rep);
+
+    memset(sr, 0, sizeof *sr);
+    if (r.interrupted) {
+        sr->status = ST_NOT_RUN;
+        sr->output = xstrdup("not run: grading was interrupted");
+    } else if (r.timed_out) {
+        sr->status = ST_FAILED;
+        sr->output = xasprintf("the sanitizer stage ran past its %.0f s limit and was stopped: a "
+                               "kernel that never ends?\n%s", g->sanitizer_timeout, report);
+    } else if (r.exit_code == 0 && r.term_signal == 0) {
+        sr->status = ST_PASSED;
+        sr->output = xasprintf("compute-sanitizer finds no error (memcheck, racecheck, initcheck, "
+                               "synccheck; the small cases)\n%s", report);
+    } else if (r.exit_code == 1) {
+        sr->status = ST_FAILED;
+        sr->output = xasprintf("compute-sanitizer found errors in your kernels (0 points; the "
+                               "full output is in %s-sanitizer.log):\n%s", li->number, report);
+    } else if (r.exit_code == 77) {
+        sr->status = ST_NOT_RUN;
+        sr->output = xstrdup("not run: no CUDA device");
+    } else if (strstr(r.output, "compute-sanitizer not found")) {
+        sr->status = ST_NOT_RUN;
+        sr->output = xstrdup("not run: compute-sanitizer not found on the grading machine (it "
+                             "comes with the CUDA toolkit): 0 points until it is graded where "
+                             "it is installed");
+        strlist_add(&lr->notes, "the sanitizer check was not run: compute-sanitizer not found");
+    } else {
+        sr->status = ST_NOT_RUN;
+        sr->output = xasprintf("not run: the sanitizer could not run (exit %d%s):\n%s",
+                               r.exit_code, r.term_signal ? ", killed by a signal" : "", report);
+        strlist_add(&lr->notes, "the sanitizer check was not run: tools/sanitize could not run "
+                                "(see its log)");
+    }
+    free(report);
+    proc_result_free(&r);
+    free(script);
+    free(outdir);
+}
+
 /* ---- 5. scoring --------------------------------------------------------------- */
 
 static const char *case_word(cr_status s)
@@ -1072,6 +1251,22 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
         all_checks(lr, ST_NOT_RUN, "not run: link error (see the lesson's notes)");
         return;
     }
+    char *flags = NULL;
+    int scan = object_scan(g, li, &flags);
+    if (scan == 1) {
+        lr->state = L_FLAGGED;
+        lr->summary = xstrdup("flagged by the object scan: a graded file calls or defines what an "
+                              "exercise must not (every check scores 0; the lines say what)");
+        lr->detail = scrub(g, flags);
+        char *why = xasprintf("flagged by the object scan: %s", lr->detail);
+        all_checks(lr, ST_FAILED, why);
+        free(why);
+        free(flags);
+        return;
+    }
+    if (scan < 0) strlist_addf(&lr->notes, "the object scan could not run (%s): graded as usual",
+                               flags);
+    free(flags);
 
     /* 4: the suites, in the rubric's order, each once */
     char *binary = path_join(g->build, li->test);
@@ -1113,6 +1308,25 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
     write_log(g, s, runlog, sbuf_str(&alllog));
     free(runlog);
     sbuf_free(&alllog);
+
+    int timed_out = 0;
+    for (int i = 0; i < suites.n; ++i) {
+        timed_out |= runs[i].state == SR_KILLED;
+        for (int c = 0; c < runs[i].n; ++c) timed_out |= runs[i].cases[c].status == CR_TIMED_OUT;
+    }
+
+    /* 4b: the sanitizer, once, when a sanitizer check is worth points */
+    sanitizer_run san = {ST_NOT_RUN, NULL};
+    for (int i = 0; i < rl->n && san.output == NULL; ++i)
+        if (rl->checks[i].kind == KIND_SANITIZER && rl->checks[i].points > 0) {
+            if (proc_interrupted()) san.output = xstrdup("not run: grading was interrupted");
+            else if (timed_out)
+                /* a program that had to be killed would spend the sanitizer's
+                 * whole limit too: 0 points, and the time saved */
+                san.output = xstrdup("not run: a test of this lesson ran past its time limit "
+                                     "(a kernel that never ends?); the sanitizer would hang too");
+            else run_sanitizer(g, s, lr, binary, progress, &san);
+        }
     free(binary);
 
     /* 5: scores */
@@ -1121,8 +1335,17 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
         const rubric_check *k = &rl->checks[i];
         check_result *cr = &lr->checks[i];
         if (k->kind == KIND_SANITIZER) {
-            cr->status = ST_NOT_RUN;
-            cr->output = xstrdup("not run: the sanitizer check is not part of the grader yet");
+            if (k->points <= 0) {
+                cr->status = ST_NOT_RUN;
+                cr->output = xstrdup("not run: worth 0 points in the rubric (give it points to "
+                                     "run compute-sanitizer)");
+                continue;
+            }
+            cr->status = san.status;
+            cr->score = san.status == ST_PASSED ? k->points : 0.0;
+            cr->output = scrub(g, san.output);
+            if (cr->status == ST_NOT_RUN && strstr(cr->output, "no CUDA device")) lr->not_run_no_gpu++;
+            lr->score += cr->score;
             continue;
         }
         int r = -1;
@@ -1143,6 +1366,7 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
     }
     for (int i = 0; i < suites.n; ++i) suite_run_free(&runs[i]);
     free(runs);
+    free(san.output);
     strlist_free(&suites);
     if (lr->n_killed > 0)
         lr->summary = xasprintf("graded; %d suite%s stopped before it reported (a hang or a "

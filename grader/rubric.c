@@ -68,10 +68,6 @@ static int load_check(const cJSON *c, rubric_check *k, const char *where, char *
     } else if (k->points < 0) {
         *err = xasprintf("%s (%s): \"points\" must be a number >= 0", where, k->id);
         rc = -1;
-    } else if (k->kind == KIND_SANITIZER && k->points > 0) {
-        *err = xasprintf("%s (%s): sanitizer checks are not implemented yet: give them 0 points",
-                         where, k->id);
-        rc = -1;
     } else if (k->kind != KIND_SANITIZER && k->suite == NULL) {
         *err = xasprintf("%s (%s): name the Criterion \"suite\" of the check", where, k->id);
         rc = -1;
@@ -142,10 +138,15 @@ int rubric_load(const char *path, rubric *r, char **err)
     r->build_timeout_s = num_or(limits, "build_timeout_s", 900);
     r->suite_timeout_s = num_or(limits, "suite_timeout_s", 600);
     r->lesson_timeout_s = num_or(limits, "lesson_timeout_s", 1800);
+    r->sanitizer_timeout_s = num_or(limits, "sanitizer_timeout_s", 1200);
     r->max_file_bytes = (long)num_or(limits, "max_file_bytes", 1 << 20);
     int rc = 0;
     if (r->speed_full_within < 1.0 || r->speed_floor < 0.0 || r->speed_floor > 1.0) {
         *err = xasprintf("%s: speed.full_marks_within must be >= 1 and speed.floor in [0, 1]", path);
+        rc = -1;
+    } else if (r->sanitizer_timeout_s < 4) {
+        *err = xasprintf("%s: limits.sanitizer_timeout_s must be at least 4 (one second a tool)",
+                         path);
         rc = -1;
     }
     const cJSON *lessons = cJSON_GetObjectItemCaseSensitive(root, "lessons");

@@ -9,7 +9,10 @@
  *                       pass mark (speed.floor of the points) to full marks
  *                       within speed.full_marks_within of the worked
  *                       solution's time, measured on this GPU in this run
- *   sanitizer           not implemented yet: must be worth 0 points
+ *   sanitizer           all points when tools/sanitize finds no error under
+ *                       memcheck, racecheck, initcheck and synccheck (the
+ *                       small cases of the lesson's suites), else 0; it
+ *                       names no suite. A check worth 0 points is not run.
  */
 #ifndef FUSIONLAB_GRADER_RUBRIC_H
 #define FUSIONLAB_GRADER_RUBRIC_H
@@ -42,6 +45,7 @@ typedef struct {
     double build_timeout_s;
     double suite_timeout_s;
     double lesson_timeout_s;
+    double sanitizer_timeout_s; /* the sanitizer stage of one lesson */
     long max_file_bytes;
     rubric_lesson *lessons;
     int n;

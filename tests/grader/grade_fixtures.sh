@@ -45,7 +45,7 @@ stage=$out/stage
 rm -rf "$subs" "$stage"
 mkdir -p "$subs" "$stage"
 
-for d in compile_error link_error missing_lesson hang_startup crash hang oom; do
+for d in compile_error link_error scan_flagged missing_lesson hang_startup crash hang oom; do
     cp -R "$here/fixtures/$d" "$subs/$d"
 done
 cp "$here/fixtures/traversal.zip" "$subs/traversal_zip.zip"
@@ -92,7 +92,7 @@ tar -cPf "$stage/traversal.tar" -C "$stage/tr/a/b" ../escaped-by-tar.cu \
 gzip -c "$stage/traversal.tar" >"$subs/traversal_tgz.tar.gz"
 rm -f "$stage/absolute-by-tar.cu" "$stage/tr/a/escaped-by-tar.cu"
 
-for n in good good_tgz.tar.gz good_zip.zip skeleton compile_error link_error missing_lesson \
+for n in good good_tgz.tar.gz good_zip.zip skeleton compile_error link_error scan_flagged missing_lesson \
     junk oversized traversal_tgz.tar.gz traversal_zip.zip hang_startup crash hang oom; do
     [ -e "$subs/$n" ] && set -- "$@" "$subs/$n"
 done

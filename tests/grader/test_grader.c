@@ -7,7 +7,8 @@
  *
  *   results::*   every results.json has Gradescope's shape and adds up
  *   intake::*    refusals, ignored files, not submitted
- *   build::*     compile and link errors reach the student
+ *   build::*     compile and link errors reach the student; the object scan
+ *                flags what an exercise must not call
  *   run::*       a hang is killed and the batch goes on; no GPU is "not run"
  *   batch::*     roster.csv, junit.xml, the seed
  */
@@ -28,8 +29,9 @@ TestSuite(run, .timeout = 30);
 TestSuite(batch, .timeout = 60);
 
 static const char *const kSubs[] = {
-    "good", "good_tgz", "skeleton", "compile_error", "link_error", "missing_lesson", "junk",
-    "oversized", "traversal_tgz", "traversal_zip", "hang_startup", "crash", "hang", "oom",
+    "good", "good_tgz", "skeleton", "compile_error", "link_error", "scan_flagged",
+    "missing_lesson", "junk", "oversized", "traversal_tgz", "traversal_zip", "hang_startup",
+    "crash", "hang", "oom",
 };
 #define N_SUBS (sizeof kSubs / sizeof kSubs[0])
 
@@ -154,8 +156,8 @@ Test(results, no_gpu_means_not_run_not_zero_silently)
         const cJSON *b = test_entry(r, "01.build");
         cr_assert_str_eq(str_of(b, "status"), "passed", "%s: the build should pass", built[i]);
         const char *checks[] = {"01.A.correct", "01.A.edge", "01.B.correct", "01.B.edge",
-                                "01.speed"};
-        for (size_t k = 0; k < 5; ++k) {
+                                "01.speed", "01.sanitizer"};
+        for (size_t k = 0; k < sizeof checks / sizeof checks[0]; ++k) {
             const cJSON *t = test_entry(r, checks[k]);
             cr_assert(strstr(str_of(t, "output"), "not run: no CUDA device") != NULL,
                       "%s %s: %s", built[i], checks[k], str_of(t, "output"));
@@ -267,6 +269,41 @@ Test(build, harness_symbols_are_a_link_error)
     cr_assert(log == NULL, "the tests ran although the link was refused");
 }
 
+Test(build, the_object_scan_flags_forbidden_calls)
+{
+    cJSON *r = results("scan_flagged");
+    cr_assert_str_eq(lesson_state(r), "flagged");
+    cr_assert(cJSON_GetObjectItemCaseSensitive(r, "score")->valuedouble == 0.0,
+              "a flagged lesson scores 0");
+    const cJSON *t;
+    int checks = 0;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(r, "tests"))
+    {
+        const char *num = str_of(t, "number");
+        if (num == NULL || strcmp(num, "01.build") == 0) continue;
+        const char *out = str_of(t, "output");
+        cr_assert(strstr(out, "flagged by the object scan") != NULL, "%s: %s", num, out);
+        cr_assert(strstr(out, "`getenv`") && strstr(out, "`signal`"),
+                  "%s: the scan's lines must name what was called:\n%s", num, out);
+        cr_assert(cJSON_GetObjectItemCaseSensitive(t, "score")->valuedouble == 0.0, "%s", num);
+        ++checks;
+    }
+    cr_assert(checks >= 6, "%d checks", checks);
+    const char *build = str_of(test_entry(r, "01.build"), "output");
+    cr_assert(strstr(build, "flagged by the object scan") && strstr(build, "vector_add.cu"),
+              "the lesson's summary and lines must say so:\n%s", build);
+    cJSON_Delete(r);
+    char *md = sub_file("scan_flagged", "report.md");
+    cr_assert(strstr(md, "flagged by the object scan") && strstr(md, "`getenv`"),
+              "report.md must show the scan's lines:\n%s", md);
+    free(md);
+    /* flagged before any test ran */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/scan_flagged/logs/01-tests.log", out_dir());
+    char *log = slurp(path);
+    cr_assert(log == NULL, "the tests ran although the scan flagged the lesson");
+}
+
 /* ---- run ---------------------------------------------------------------------- */
 
 Test(run, a_hang_is_killed_and_the_batch_goes_on)
@@ -304,6 +341,7 @@ Test(batch, roster_has_one_row_per_submission)
     cr_assert(strstr(csv, "\ntraversal_zip,0.00,0.00,100.00,0.0,refused\n") != NULL, "%s", csv);
     cr_assert(strstr(csv, "\ncompile_error,0.00,0.00,100.00,0.0,01: build failed\n") != NULL,
               "%s", csv);
+    cr_assert(strstr(csv, "\nscan_flagged,0.00,0.00,100.00,0.0,01: flagged\n") != NULL, "%s", csv);
     free(csv);
 }
 
