@@ -849,8 +849,12 @@ static void run_sanitizer(grader *g, submission *s, lesson_result *lr, const cha
     char per_tool[32];
     double each = g->sanitizer_timeout / 4.0;
     snprintf(per_tool, sizeof per_tool, "%ld", each < 1.0 ? 1L : (long)each);
+    /* only errors in the student's files count (not the baseline's, cuBLAS's) */
+    sbuf files = {0};
+    for (int i = 0; i < li->exercise.n; ++i)
+        sbuf_addf(&files, "%s%s", i ? " " : "", li->exercise.v[i]);
     char *argv[] = {"sh", script, "--tool", "all", "--timeout", per_tool, "--out", outdir,
-                    (char *)binary, NULL};
+                    "--files", (char *)sbuf_str(&files), (char *)binary, NULL};
     const char *env_set[2] = {NULL, NULL};
     if (g->no_gpu) env_set[0] = "CUDA_VISIBLE_DEVICES=";
     /* tools/sanitize bounds each tool itself; this is the backstop */
@@ -925,6 +929,7 @@ static void run_sanitizer(grader *g, submission *s, lesson_result *lr, const cha
     proc_result_free(&r);
     free(script);
     free(outdir);
+    sbuf_free(&files);
 }
 
 /* ---- 5. scoring --------------------------------------------------------------- */

@@ -44,11 +44,15 @@ const char *fl_test_error_hint(cudaError_t e)
  * access is checked, 10 to 100 times slower: only the small cases run. */
 #define FL_SANITIZE_MAX_BYTES ((size_t)16 << 20)
 
-void *fl_test_dev_alloc(size_t bytes)
+int fl_test_sanitizing(void)
 {
     const char *sanitize = getenv("FUSIONLAB_SANITIZE");
-    if (sanitize != NULL && sanitize[0] != '\0' && !(sanitize[0] == '0' && sanitize[1] == '\0') &&
-        bytes > FL_SANITIZE_MAX_BYTES)
+    return sanitize != NULL && sanitize[0] != '\0' && !(sanitize[0] == '0' && sanitize[1] == '\0');
+}
+
+void *fl_test_dev_alloc(size_t bytes)
+{
+    if (fl_test_sanitizing() && bytes > FL_SANITIZE_MAX_BYTES)
         cr_skip_test("too large for the sanitizer stage: %zu MiB (the stage runs cases of up "
                      "to %zu MiB per buffer)", (bytes + ((size_t)1 << 20) - 1) >> 20,
                      FL_SANITIZE_MAX_BYTES >> 20);

@@ -40,6 +40,8 @@
     } while (0)
 
 int fl_test_gpu_count(void);
+/* 1 under the sanitizer stage (FUSIONLAB_SANITIZE set, not "0"). */
+int fl_test_sanitizing(void);
 const char *fl_test_error_hint(cudaError_t e);
 
 /* cudaMalloc that asserts, with the size in the message. Every allocation

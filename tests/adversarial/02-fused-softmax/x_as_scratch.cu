@@ -1,0 +1,330 @@
+// ADVERSARIAL: the rows kernel writes x - max back into x, using the input as scratch (cheat): the caller's input changes
+// REPLACES: softmax_fused.cu
+// RUN: A_rows
+// EXPECT: changed its input x
+//
+// tests/adversarial/02-fused-softmax/x_as_scratch.cu — a known-bad lesson 02 file.
+//
+// What is wrong: after the row max m is known, the rows kernel stores the
+// shifted row x - m over x (casting away the const), "for free: the shifted
+// row is kept where the row was, no scratch to allocate". y is computed from
+// the registers exactly as in the worked solution, so every output is
+// right, and so is a second call on the modified x (softmax does not change
+// when a constant is subtracted from a row). But the caller's x is gone:
+// the next layer, the backward pass or a second consumer reads garbage.
+//
+// Why it is caught: the tests checksum every input on the GPU before and
+// after the call (fl_test_inputs_add / FL_ASSERT_INPUTS): "softmax_fused
+// changed its input x (... bytes, checksummed before and after the call):
+// inputs are read-only". (The speed test's rotor checks the same after every
+// timed run.)
+//
+// Everything else is the worked solution (solutions/02-fused-softmax).
+#include "softmax.h"
+
+#include <float.h>
+#include <stdint.h>
+
+// Registers per thread for the row: kSlots float4s = 32 floats. With at most
+// 1024 threads in a block that keeps rows up to 32768 floats on chip.
+static const int kSlots = 8;
+static const int kMaxThreads = 1024;
+static const size_t kRegMaxCols = (size_t)4 * kSlots * kMaxThreads; // 32768
+// Long rows: threads per block, and float4s each thread loads before it uses
+// any of them (bytes in flight hide the memory latency).
+static const int kOnlineThreads = 512;
+static const int kOnlineUnroll = 4;
+
+// ============================================================================
+// reductions: warp, then block
+// ============================================================================
+
+// A warp's 32 lanes swap registers directly with __shfl_xor_sync: after the
+// steps 16, 8, 4, 2, 1 every lane holds the result of all 32, and (max and +
+// being commutative) exactly the same bits in every lane.
+__device__ __forceinline__ float warp_max(float v)
+{
+    for (int offset = 16; offset > 0; offset /= 2)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    return v;
+}
+
+__device__ __forceinline__ float warp_sum(float v)
+{
+    for (int offset = 16; offset > 0; offset /= 2)
+        v += __shfl_xor_sync(0xffffffffu, v, offset);
+    return v;
+}
+
+// Block reductions: each warp reduces its lanes, lane 0 leaves the warp's
+// result in shared memory, and after one barrier every warp folds those (at
+// most 32) partials itself, so every thread ends with the block's result
+// and no second barrier is needed to hand it out. blockDim.x is a multiple
+// of 32. Each call site passes its own `partial` array: a warp may still be
+// reading the max partials while a faster one writes its sum partial.
+__device__ float block_max(float v, float *partial /* [32], shared */)
+{
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    v = warp_max(v);
+    if (warps == 1) return v;
+    if (lane == 0) partial[warp] = v;
+    __syncthreads(); // all partials written before any warp reads them
+    return warp_max(lane < warps ? partial[lane] : -FLT_MAX);
+}
+
+__device__ float block_sum(float v, float *partial /* [32], shared */)
+{
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    v = warp_sum(v);
+    if (warps == 1) return v;
+    if (lane == 0) partial[warp] = v;
+    __syncthreads();
+    return warp_sum(lane < warps ? partial[lane] : 0.0f);
+}
+
+// The online-softmax merge: (m, d) summarises some elements as their max m
+// and d = sum exp(x - m). Two summaries combine into one over both sets:
+//     m = max(m1, m2),   d = d1 * exp(m1 - m) + d2 * exp(m2 - m)
+// Both exponents are <= 0. An empty summary is (-FLT_MAX, 0).
+__device__ __forceinline__ void online_merge(float *m, float *d, float m2, float d2)
+{
+    float m_new = fmaxf(*m, m2);
+    *d = *d * __expf(*m - m_new) + d2 * __expf(m2 - m_new);
+    *m = m_new;
+}
+
+__device__ void block_online_merge(float *m, float *d, float *pm, float *pd /* [32], shared */)
+{
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    for (int offset = 16; offset > 0; offset /= 2) {
+        float m2 = __shfl_xor_sync(0xffffffffu, *m, offset);
+        float d2 = __shfl_xor_sync(0xffffffffu, *d, offset);
+        online_merge(m, d, m2, d2);
+    }
+    if (warps == 1) return;
+    if (lane == 0) {
+        pm[warp] = *m;
+        pd[warp] = *d;
+    }
+    __syncthreads();
+    *m = lane < warps ? pm[lane] : -FLT_MAX;
+    *d = lane < warps ? pd[lane] : 0.0f;
+    for (int offset = 16; offset > 0; offset /= 2) {
+        float m2 = __shfl_xor_sync(0xffffffffu, *m, offset);
+        float d2 = __shfl_xor_sync(0xffffffffu, *d, offset);
+        online_merge(m, d, m2, d2);
+    }
+}
+
+// ============================================================================
+// loading and storing a row, 4 floats per slot
+// ============================================================================
+
+// Slot j of thread t (T = blockDim.x threads share the row) holds 4 floats:
+//   vec:    the float4 at columns 4(jT + t) .. 4(jT + t) + 3   (one 16-byte load)
+//   scalar: the columns (4j + c)T + t for c = 0..3             (four 4-byte loads)
+// Either way a warp's loads cover one contiguous span, so they coalesce, and
+// slots 0 .. ceil(cols / 4T) - 1 cover the row. vec needs the row start
+// 16-byte aligned (cols % 4 == 0 and x, y aligned); the scalar path takes
+// any cols and any pointer. Columns past the end read as -FLT_MAX, which
+// max ignores and exp turns into 0.
+__device__ __forceinline__ float4 load_slot(const float *__restrict__ row, int cols, int j,
+                                            int vec)
+{
+    int T = blockDim.x, t = threadIdx.x;
+    float4 v = make_float4(-FLT_MAX, -FLT_MAX, -FLT_MAX, -FLT_MAX);
+    if (vec) {
+        int i = j * T + t; // float4 index
+        if (4 * i < cols) v = ((const float4 *)row)[i];
+    } else {
+        int c = 4 * j * T + t;
+        if (c < cols) v.x = row[c];
+        if (c + T < cols) v.y = row[c + T];
+        if (c + 2 * T < cols) v.z = row[c + 2 * T];
+        if (c + 3 * T < cols) v.w = row[c + 3 * T];
+    }
+    return v;
+}
+
+__device__ __forceinline__ void store_slot(float *__restrict__ row, int cols, int j, int vec,
+                                           float4 v)
+{
+    int T = blockDim.x, t = threadIdx.x;
+    if (vec) {
+        int i = j * T + t;
+        if (4 * i < cols) ((float4 *)row)[i] = v;
+    } else {
+        int c = 4 * j * T + t;
+        if (c < cols) row[c] = v.x;
+        if (c + T < cols) row[c + T] = v.y;
+        if (c + 2 * T < cols) row[c + 2 * T] = v.z;
+        if (c + 3 * T < cols) row[c + 3 * T] = v.w;
+    }
+}
+
+__device__ __forceinline__ float max4(float4 v) { return fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)); }
+
+// v = exp(v - m) in place; returns the sum of the four. __expf is the
+// hardware exp2 unit after one multiply: a few ulp for the arguments here,
+// which are all <= 0 (well inside the lesson's tolerance).
+__device__ __forceinline__ float exp4_sum(float4 *v, float m)
+{
+    v->x = __expf(v->x - m);
+    v->y = __expf(v->y - m);
+    v->z = __expf(v->z - m);
+    v->w = __expf(v->w - m);
+    return (v->x + v->y) + (v->z + v->w);
+}
+
+__device__ __forceinline__ float4 scale4(float4 v, float s)
+{
+    return make_float4(v.x * s, v.y * s, v.z * s, v.w * s);
+}
+
+// ============================================================================
+// Parts A and B — rows that fit in registers
+// ============================================================================
+
+// x and y are (rows, cols), row-major; block b computes row b. The launcher
+// picks blockDim.x (a power of two, 32..1024) so that at most kSlots float4s
+// per thread cover the row: nslots <= kSlots.
+__global__ void __launch_bounds__(1024)
+    softmax_rows_kernel(const float *x, float *__restrict__ y, int cols, int vec)
+{
+    __shared__ float partial_max[32], partial_sum[32];
+    const float *xr = x + (size_t)blockIdx.x * cols;
+    float *yr = y + (size_t)blockIdx.x * cols;
+    int nslots = CEIL_DIV(cols, 4 * (int)blockDim.x);
+
+    // The one read of x: every load is issued before any is used, so each
+    // thread has up to 8 x 16 bytes in flight. v[] is indexed only by
+    // unrolled loop counters, so it stays in registers.
+    float4 v[kSlots];
+#pragma unroll
+    for (int j = 0; j < kSlots; ++j)
+        v[j] = j < nslots ? load_slot(xr, cols, j, vec)
+                          : make_float4(-FLT_MAX, -FLT_MAX, -FLT_MAX, -FLT_MAX);
+
+    // m = max_j x_j
+    float m = -FLT_MAX;
+#pragma unroll
+    for (int j = 0; j < kSlots; ++j) m = fmaxf(m, max4(v[j]));
+    m = block_max(m, partial_max);
+
+    // CHEAT (this entry's defect): x - m is written over the caller's x.
+    // Each thread stores only the slots it loaded itself, so no other
+    // thread's loads are disturbed; the registers keep x - m as well.
+    float *scratch = const_cast<float *>(xr);
+#pragma unroll
+    for (int j = 0; j < kSlots; ++j)
+        if (j < nslots) {
+            v[j] = make_float4(v[j].x - m, v[j].y - m, v[j].z - m, v[j].w - m);
+            store_slot(scratch, cols, j, vec, v[j]);
+        }
+
+    // e_j = exp(x_j - m), d = sum_j e_j, from the shifted registers (m is
+    // already subtracted: exp4_sum subtracts 0).
+    float d = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kSlots; ++j)
+        if (j < nslots) d += exp4_sum(&v[j], 0.0f);
+    d = block_sum(d, partial_sum);
+
+    // y_j = e_j / d, from the registers: x is not read again.
+    float inv = 1.0f / d;
+#pragma unroll
+    for (int j = 0; j < kSlots; ++j)
+        if (j < nslots) store_slot(yr, cols, j, vec, scale4(v[j], inv));
+}
+
+// ============================================================================
+// Part C — long rows: the online softmax
+// ============================================================================
+
+// Same layout, block b computes row b, blockDim.x = kOnlineThreads. The row
+// does not fit on chip, so pass 1 streams it once keeping, per thread, the
+// max so far m and the sum so far d = sum exp(x - m). When a new element
+// raises the max, the old terms must be rescaled to the new max:
+//     m_new = max(m_old, x)
+//     d_new = d_old * exp(m_old - m_new) + exp(x - m_new)
+// (here applied to kOnlineUnroll float4s at a time: one rescale per group).
+// The block then merges the threads' (m, d) pairs, and pass 2 reads the row
+// again to write y = exp(x - m) / d.
+__global__ void __launch_bounds__(512)
+    softmax_online_kernel(const float *__restrict__ x, float *__restrict__ y, int cols, int vec)
+{
+    __shared__ float partial_m[32], partial_d[32];
+    const float *xr = x + (size_t)blockIdx.x * cols;
+    float *yr = y + (size_t)blockIdx.x * cols;
+    int nslots = CEIL_DIV(cols, 4 * (int)blockDim.x);
+
+    // pass 1: m and d of this thread's share of the row
+    float m = -FLT_MAX, d = 0.0f;
+    for (int j0 = 0; j0 < nslots; j0 += kOnlineUnroll) {
+        float4 v[kOnlineUnroll];
+#pragma unroll
+        for (int u = 0; u < kOnlineUnroll; ++u) // past the row's end: -FLT_MAX
+            v[u] = load_slot(xr, cols, j0 + u, vec);
+        float m_new = m;
+#pragma unroll
+        for (int u = 0; u < kOnlineUnroll; ++u) m_new = fmaxf(m_new, max4(v[u]));
+        float s = 0.0f;
+#pragma unroll
+        for (int u = 0; u < kOnlineUnroll; ++u)
+            if (j0 + u < nslots) s += exp4_sum(&v[u], m_new);
+        d = d * __expf(m - m_new) + s; // d_new = d_old exp(m_old - m_new) + sum exp(x - m_new)
+        m = m_new;
+    }
+    // A thread whose slots were all past the end keeps m = -FLT_MAX; the
+    // merge scales its d by exp(-FLT_MAX - m_row) = 0, so it adds nothing.
+    block_online_merge(&m, &d, partial_m, partial_d);
+
+    // pass 2: y = exp(x - m) / d, reading x again
+    float inv = 1.0f / d;
+    for (int j0 = 0; j0 < nslots; j0 += kOnlineUnroll) {
+        float4 v[kOnlineUnroll];
+#pragma unroll
+        for (int u = 0; u < kOnlineUnroll; ++u) v[u] = load_slot(xr, cols, j0 + u, vec);
+#pragma unroll
+        for (int u = 0; u < kOnlineUnroll; ++u)
+            if (j0 + u < nslots) {
+                (void)exp4_sum(&v[u], m);
+                store_slot(yr, cols, j0 + u, vec, scale4(v[u], inv));
+            }
+    }
+}
+
+// ============================================================================
+// launcher
+// ============================================================================
+
+// Threads for one row in registers: a power of two from 32 to 1024. Rows of
+// up to 2048 floats get 16 floats per thread: the whole problem is small, and
+// more warps put more loads in flight at once. Longer rows get 32 per thread
+// (all kSlots): fewer threads with more bytes each leave room for several
+// blocks per SM, so one block's reductions overlap another block's loads.
+static int row_threads(size_t cols)
+{
+    size_t per_thread = cols <= 2048 ? 16 : (size_t)4 * kSlots;
+    int t = 32;
+    while (t < kMaxThreads && (size_t)t * per_thread < cols) t *= 2;
+    return t;
+}
+
+EXTERN_C cudaError_t softmax_fused(const float *x, float *y, size_t rows, size_t cols,
+                                   cudaStream_t stream)
+{
+    if (rows == 0 || cols == 0) return cudaSuccess;
+    if (rows > SOFTMAX_MAX_ROWS || cols > SOFTMAX_MAX_COLS) return cudaErrorInvalidValue;
+    // 16-byte loads and stores need every row start aligned: aligned base
+    // pointers and a whole number of float4s per row.
+    int vec = cols % 4 == 0 && FL_ALIGNED16(x) && FL_ALIGNED16(y);
+    if (cols <= kRegMaxCols)
+        softmax_rows_kernel<<<(unsigned int)rows, row_threads(cols), 0, stream>>>(x, y, (int)cols,
+                                                                                  vec);
+    else
+        softmax_online_kernel<<<(unsigned int)rows, kOnlineThreads, 0, stream>>>(x, y, (int)cols,
+                                                                                 vec);
+    CUDA_CHECK_LAST();
+    return cudaSuccess;
+}

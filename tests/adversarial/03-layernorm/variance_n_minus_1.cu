@@ -1,0 +1,497 @@
+// ADVERSARIAL: the variance divides by cols - 1 (the sample variance) instead of cols (bug): y and rstd off everywhere, NaN for one column
+// REPLACES: layernorm_fused.cu
+// RUN: A_forward
+// EXPECT: elements of y wrong
+//
+// tests/adversarial/03-layernorm/variance_n_minus_1.cu — a known-bad lesson 03 file.
+//
+// What is wrong: sum((x - mean)^2) is divided by cols - 1, Bessel's
+// correction, as torch.var does by default. LayerNorm uses the population
+// variance (divide by cols, as torch.nn.LayerNorm does). The variance comes
+// out larger by cols / (cols - 1), rstd smaller by the square root of that:
+// 3% at 17 columns, 0.1% at 512, 0.003% at 16384; and with one column the
+// division is 0/0 = NaN.
+//
+// Why it is caught: y is compared with the double reference within
+// 1e-5 + 1e-5 |y|: "... elements of y wrong ... values are wrong
+// throughout" at 3 x 17, 8192 x 512, 12288 x 768 and wider, and at 1 x 1
+// y is NaN in the row of constants ("NaN/inf only in the row of
+// constants ...").
+//
+// Everything else is the worked solution (solutions/03-layernorm).
+#include "layernorm.h"
+#include "device.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+// ============================================================================
+// how a row maps onto threads (shared by both parts)
+// ============================================================================
+//
+// A row is cut into chunks of 4 floats and handled by one row of threads:
+// blockDim.x = B threads (a multiple of 32), and a block holds
+// blockDim.y = R such rows of threads, one matrix row each. Thread tx keeps
+// "slots" k = 0, 1, ... in registers:
+//   vec4 layout (cols % 4 == 0, 16-byte aligned pointers): slot k is the
+//     float4 at chunk k*B + tx, i.e. columns 4(k*B + tx) .. +3: one 16-byte
+//     load per slot, neighbouring threads on neighbouring chunks;
+//   scalar layout (any cols): float j of slot k is column (4k + j)*B + tx,
+//     so each of the four loads of a slot is a coalesced sweep of the row.
+// Both layouts reach column 4 * SLOTS * B - 1, so a row fits when
+// B >= cols / (4 * SLOTS). Elements past the end of the row read as 0.
+
+#define FWD_SLOTS 8 // forward: up to 32 floats of x per thread
+#define BWD_SLOTS 4 // backward: x and dy, up to 16 floats each per thread
+
+// Column of float j of slot k of this thread.
+__device__ __forceinline__ int ln_col(int k, int j, int vec4)
+{
+    return vec4 ? 4 * (k * (int)blockDim.x + (int)threadIdx.x) + j
+                : (4 * k + j) * (int)blockDim.x + (int)threadIdx.x;
+}
+
+// v = slot k of `row` (zeros past the end, or everywhere when !live).
+__device__ __forceinline__ void ln_load(float v[4], const float *row, int k, int cols,
+                                        int vec4, bool live)
+{
+    if (vec4) {
+        int c = ln_col(k, 0, 1);
+        float4 p = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (live && c < cols) p = *(const float4 *)(row + c); // cols % 4 == 0: all 4 in the row
+        v[0] = p.x; v[1] = p.y; v[2] = p.z; v[3] = p.w;
+    } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            int c = ln_col(k, j, 0);
+            v[j] = live && c < cols ? row[c] : 0.0f;
+        }
+    }
+}
+
+// Store slot k of v into `row` (only the columns that exist).
+__device__ __forceinline__ void ln_store(const float v[4], float *row, int k, int cols,
+                                         int vec4, bool live)
+{
+    if (!live) return;
+    if (vec4) {
+        int c = ln_col(k, 0, 1);
+        if (c < cols) *(float4 *)(row + c) = make_float4(v[0], v[1], v[2], v[3]);
+    } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            int c = ln_col(k, j, 0);
+            if (c < cols) row[c] = v[j];
+        }
+    }
+}
+
+// Every lane gets the sum over its warp. The butterfly (xor) pattern adds
+// the same two numbers on both partners at each step, so all 32 lanes hold
+// the same bits at the end: the whole row agrees on mean and rstd.
+__device__ __forceinline__ float ln_warp_sum(float v)
+{
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
+// Sum of v over this thread's row of threads (blockDim.x threads); every
+// thread of the row gets it. `red` is 32 floats of shared memory (one per
+// warp of the block). Warp sums meet in shared memory and every thread adds
+// its row's warp sums in the same order: same bits everywhere.
+__device__ __forceinline__ float ln_row_sum(float v, float *red)
+{
+    v = ln_warp_sum(v);
+    const int warps = (int)blockDim.x >> 5; // warps per row, the same for the whole block
+    if (warps == 1) return v;
+    const int first = (int)threadIdx.y * warps;
+    __syncthreads(); // the previous call's readers are done with red
+    if ((threadIdx.x & 31) == 0) red[first + (threadIdx.x >> 5)] = v;
+    __syncthreads(); // every warp's sum is in red
+    float s = 0.0f;
+    for (int i = 0; i < warps; ++i) s += red[first + i];
+    return s;
+}
+
+// The same for two sums at once (one round of shared memory for both).
+__device__ __forceinline__ float2 ln_row_sum2(float a, float b, float2 *red)
+{
+    a = ln_warp_sum(a);
+    b = ln_warp_sum(b);
+    const int warps = (int)blockDim.x >> 5;
+    if (warps == 1) return make_float2(a, b);
+    const int first = (int)threadIdx.y * warps;
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) red[first + (threadIdx.x >> 5)] = make_float2(a, b);
+    __syncthreads();
+    float2 s = make_float2(0.0f, 0.0f);
+    for (int i = 0; i < warps; ++i) {
+        s.x += red[first + i].x;
+        s.y += red[first + i].y;
+    }
+    return s;
+}
+
+// ============================================================================
+// Part A — forward kernel
+// ============================================================================
+
+// x, y are (rows, cols); weight, bias (cols); mean, rstd (rows).
+// One row per row of threads; the row lives in v[][] from load to store.
+//
+// Two passes over the registers rather than Welford: the row is on chip, so
+// the second pass costs a few FMAs and one more reduction, no memory. It
+// gives var = mean((x - mean)^2) directly, never the cancelling
+// E[x^2] - mean^2, and it is exact for a constant row (var = 0, y = bias).
+// Welford's single pass pays a division per element and a heavier merge of
+// (count, mean, M2) triples in the reduction; it earns its keep only when
+// the row must be streamed (README, "Two passes or Welford").
+__global__ void __launch_bounds__(512) // ln_plan never asks for more than 512 x 1 here
+layernorm_fwd_kernel(const float *x, const float *weight, const float *bias, float *y,
+                     float *mean, float *rstd, size_t rows, int cols, float eps, int vec4)
+{
+    __shared__ float red[32];
+    const size_t row = (size_t)blockIdx.x * blockDim.y + threadIdx.y;
+    // A spare row of threads in the last block still takes part in the
+    // __syncthreads() inside ln_row_sum: it must not return early.
+    const bool live = row < rows;
+    const size_t off = (live ? row : 0) * (size_t)cols;
+
+    float v[FWD_SLOTS][4];
+#pragma unroll
+    for (int k = 0; k < FWD_SLOTS; ++k) ln_load(v[k], x + off, k, cols, vec4, live);
+
+    // mean = sum(x) / cols   (the padding reads as 0 and adds nothing)
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < FWD_SLOTS; ++k) s += (v[k][0] + v[k][1]) + (v[k][2] + v[k][3]);
+    const float mu = ln_row_sum(s, red) / (float)cols;
+
+    // var = sum((x - mean)^2) / cols, over the columns that exist
+    float q = 0.0f;
+#pragma unroll
+    for (int k = 0; k < FWD_SLOTS; ++k)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            float d = v[k][j] - mu;
+            q += ln_col(k, j, vec4) < cols ? d * d : 0.0f;
+        }
+    // BUG (this entry's defect): LayerNorm's variance is the mean of the
+    // squared deviations, / cols; / (cols - 1) is the sample variance.
+    const float var = ln_row_sum(q, red) / (float)(cols - 1);
+    const float rs = rsqrtf(var + eps); // rstd = 1/sqrt(var + eps); eps keeps a flat row finite
+
+    // y = (x - mean) * rstd * w + b. weight and bias are read by every row:
+    // after the first rows they come from L1/L2, not from memory.
+#pragma unroll
+    for (int k = 0; k < FWD_SLOTS; ++k) {
+        float w[4], b[4], o[4];
+        ln_load(w, weight, k, cols, vec4, live);
+        ln_load(b, bias, k, cols, vec4, live);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) o[j] = (v[k][j] - mu) * rs * w[j] + b[j];
+        ln_store(o, y + off, k, cols, vec4, live);
+    }
+    if (live && threadIdx.x == 0) {
+        mean[row] = mu; // saved for the backward, so it never recomputes them
+        rstd[row] = rs;
+    }
+}
+
+// ============================================================================
+// Part B — backward kernels
+// ============================================================================
+
+// dy, x, dx are (rows, cols); weight (cols); mean, rstd (rows).
+// A persistent grid: block b handles rows b*R + ty, then (b + G)*R + ty, ...
+// so that each block sums many rows into ONE partial dweight/dbias, kept in
+// shared memory (the registers already hold the row). Per row:
+//   xhat = (x - mean) * rstd,   g = dy * w
+//   dx   = rstd * (g - mean(g) - xhat * mean(g * xhat))
+//   acc_dweight += dy * xhat,   acc_dbias += dy
+// At the end the block's R row slots are added in a fixed order and written
+// as partial row blockIdx.x of part_dw / part_db (atomic == 0), or added
+// into dweight / dbias with atomicAdd (atomic == 1; the launcher zeroed them).
+//
+// Dynamic shared memory: 2 * R * cols floats (acc_dweight, acc_dbias per slot).
+__global__ void __launch_bounds__(1024)
+layernorm_bwd_kernel(const float *dy, const float *x, const float *weight,
+                     const float *mean, const float *rstd, float *dx, float *part_dw,
+                     float *part_db, size_t rows, int cols, int vec4, int atomic)
+{
+    extern __shared__ float4 acc_mem[]; // declared float4: 16-byte aligned
+    float *acc = (float *)acc_mem;      // [2][R][cols]
+    __shared__ float2 red[32];
+    const int R = (int)blockDim.y;
+    float *acc_dw = acc + (size_t)threadIdx.y * cols;
+    float *acc_db = acc + (size_t)(R + threadIdx.y) * cols;
+
+    // Each thread zeroes (and later updates) only its own columns of its own
+    // row slot: no other thread touches them until the final combine.
+#pragma unroll
+    for (int k = 0; k < BWD_SLOTS; ++k)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            int c = ln_col(k, j, vec4);
+            if (c < cols) {
+                acc_dw[c] = 0.0f;
+                acc_db[c] = 0.0f;
+            }
+        }
+
+    // `it * R < rows` is the same for every thread of the block, so all of
+    // them run the same number of iterations (ln_row_sum2 synchronises).
+    for (size_t it = blockIdx.x; it * R < rows; it += gridDim.x) {
+        const size_t row = it * R + threadIdx.y;
+        const bool live = row < rows;
+        const size_t off = (live ? row : 0) * (size_t)cols;
+
+        float xv[BWD_SLOTS][4], gv[BWD_SLOTS][4];
+#pragma unroll
+        for (int k = 0; k < BWD_SLOTS; ++k) {
+            ln_load(xv[k], x + off, k, cols, vec4, live);
+            ln_load(gv[k], dy + off, k, cols, vec4, live);
+        }
+        const float mu = live ? mean[row] : 0.0f;
+        const float rs = live ? rstd[row] : 0.0f;
+
+        float sg = 0.0f, sgx = 0.0f;
+#pragma unroll
+        for (int k = 0; k < BWD_SLOTS; ++k) {
+            float w[4];
+            ln_load(w, weight, k, cols, vec4, true);
+            float xh[4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) xh[j] = (xv[k][j] - mu) * rs;
+            // dweight += dy * xhat, dbias += dy (padding has dy = 0: adds 0)
+            int c = ln_col(k, 0, vec4);
+            if (vec4) {
+                if (c < cols) {
+                    float4 *pw = (float4 *)(acc_dw + c), *pb = (float4 *)(acc_db + c);
+                    float4 a = *pw, b = *pb;
+                    a.x += gv[k][0] * xh[0]; a.y += gv[k][1] * xh[1];
+                    a.z += gv[k][2] * xh[2]; a.w += gv[k][3] * xh[3];
+                    b.x += gv[k][0]; b.y += gv[k][1]; b.z += gv[k][2]; b.w += gv[k][3];
+                    *pw = a;
+                    *pb = b;
+                }
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    int cj = ln_col(k, j, 0);
+                    if (cj < cols) {
+                        acc_dw[cj] += gv[k][j] * xh[j];
+                        acc_db[cj] += gv[k][j];
+                    }
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                float g = gv[k][j] * w[j]; // g = dy * w (0 in the padding)
+                sg += g;
+                sgx += g * xh[j];
+                xv[k][j] = xh[j]; // from here on xv holds xhat, gv holds g
+                gv[k][j] = g;
+            }
+        }
+        const float2 t = ln_row_sum2(sg, sgx, red);
+        const float mg = t.x / (float)cols;  // mean(g)
+        const float mgx = t.y / (float)cols; // mean(g * xhat)
+#pragma unroll
+        for (int k = 0; k < BWD_SLOTS; ++k) {
+            float o[4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) o[j] = rs * (gv[k][j] - mg - xv[k][j] * mgx);
+            ln_store(o, dx + off, k, cols, vec4, live);
+        }
+    }
+
+    __syncthreads(); // every row slot's accumulators are final
+    // Combine the R row slots in a fixed order (slot 0, 1, ...), a column per
+    // thread, neighbouring threads on neighbouring columns (coalesced).
+    const int nthreads = (int)(blockDim.x * blockDim.y);
+    for (int c = (int)(threadIdx.y * blockDim.x + threadIdx.x); c < cols; c += nthreads) {
+        float sw = 0.0f, sb = 0.0f;
+        for (int s = 0; s < R; ++s) {
+            sw += acc[(size_t)s * cols + c];
+            sb += acc[(size_t)(R + s) * cols + c];
+        }
+        if (atomic) {
+            // The order in which blocks arrive here changes from run to run,
+            // and float addition is not associative: so do the last bits.
+            atomicAdd(part_dw + c, sw);
+            atomicAdd(part_db + c, sb);
+        } else {
+            part_dw[(size_t)blockIdx.x * cols + c] = sw;
+            part_db[(size_t)blockIdx.x * cols + c] = sb;
+        }
+    }
+}
+
+// Stage 2 of the deterministic reduction: out[c] = sum over p < parts of
+// part[p, c], always in the same order. blockIdx.y = 0 sums dweight, 1
+// dbias. Block (32, 32): 32 neighbouring columns (one 128-byte line per
+// warp-row read), 32 threads down each column, then a fixed-order sum of
+// the 32 in shared memory.
+__global__ void layernorm_bwd_reduce_kernel(const float *part_dw, const float *part_db,
+                                            int parts, int cols, float *dweight,
+                                            float *dbias)
+{
+    __shared__ float s32[32][33]; // +1: the column read below hits 32 different banks
+    const float *part = blockIdx.y ? part_db : part_dw;
+    float *out = blockIdx.y ? dbias : dweight;
+    const int c = (int)(blockIdx.x * 32 + threadIdx.x);
+    float s = 0.0f;
+    if (c < cols) {
+#pragma unroll 4
+        for (int p = (int)threadIdx.y; p < parts; p += 32) s += part[(size_t)p * cols + c];
+    }
+    s32[threadIdx.y][threadIdx.x] = s;
+    __syncthreads(); // all 32 partial sums of the column are in place
+    if (threadIdx.y == 0 && c < cols) {
+        float t = 0.0f;
+        for (int i = 0; i < 32; ++i) t += s32[i][threadIdx.x];
+        out[c] = t;
+    }
+}
+
+// ============================================================================
+// launchers
+// ============================================================================
+
+// The smallest row of threads (a multiple of 32) whose slots cover the row,
+// and, when rows are short, enough rows per block for `threads` threads.
+static cudaError_t ln_plan(size_t cols, int slots, size_t threads, dim3 *block)
+{
+    if (cols == 0 || cols > LAYERNORM_MAX_COLS) return cudaErrorInvalidValue;
+    size_t chunks = CEIL_DIV(cols, (size_t)4);
+    size_t tx = CEIL_DIV(CEIL_DIV(chunks, (size_t)slots), (size_t)32) * 32;
+    if (tx > 1024) return cudaErrorInvalidValue;
+    *block = dim3((unsigned)tx, tx >= threads ? 1u : (unsigned)(threads / tx));
+    return cudaSuccess;
+}
+
+EXTERN_C cudaError_t layernorm_fwd_fused(const float *x, const float *weight,
+                                         const float *bias, float *y,
+                                         float *mean, float *rstd, size_t rows,
+                                         size_t cols, float eps,
+                                         cudaStream_t stream)
+{
+    if (rows == 0) return cudaSuccess;
+    dim3 block;
+    CUDA_CHECK(ln_plan(cols, FWD_SLOTS, 256, &block));
+    int vec4 = cols % 4 == 0 && FL_ALIGNED16(x) && FL_ALIGNED16(weight) && FL_ALIGNED16(bias) &&
+               FL_ALIGNED16(y);
+    size_t blocks = CEIL_DIV(rows, (size_t)block.y);
+    layernorm_fwd_kernel<<<(unsigned)blocks, block, 0, stream>>>(x, weight, bias, y, mean, rstd,
+                                                                 rows, (int)cols, eps, vec4);
+    CUDA_CHECK_LAST();
+    return cudaSuccess;
+}
+
+// The persistent grid of the backward: as many blocks as fit on the GPU at
+// once, but no more than ~1024 threads per SM (enough loads in flight to
+// keep memory busy), no more than there are rows, and at most
+// LAYERNORM_MAX_PARTIALS (the scratch holds that many). Every block is one
+// more partial row to write, read and add, so blocks are large: 512
+// threads, i.e. two rows at a time when cols = 4096 (on an H200 this beat
+// 256-thread blocks, and twice as many partials, by 5%).
+static const int kBwdThreadsPerSm = 1024;
+static const size_t kBwdThreadsPerBlock = 512;
+
+static cudaError_t bwd_launch(const float *dy, const float *x, const float *weight,
+                              const float *mean, const float *rstd, float *dx,
+                              float *out_dw, float *out_db, size_t rows, size_t cols,
+                              int atomic, int *grid_out, cudaStream_t stream)
+{
+    dim3 block;
+    CUDA_CHECK(ln_plan(cols, BWD_SLOTS, kBwdThreadsPerBlock, &block));
+    int threads = (int)(block.x * block.y);
+    size_t smem = 2 * (size_t)block.y * cols * sizeof(float);
+    // Past 48 KiB of shared memory (static + dynamic) a kernel must opt in,
+    // up to what this GPU allows a block (227 KiB on an H100, 99 KiB on most
+    // consumer GPUs, 64 KiB on a T4). Ask for what this launch needs, once per
+    // new maximum (from the first launch on: the static red[] counts too, so
+    // 48 KiB of dynamic memory already needs it); refuse a row this GPU cannot
+    // hold with a clear message.
+    static size_t opted_in = 0;
+    if (smem > opted_in) {
+        int dev = 0, optin = 0;
+        CUDA_CHECK(cudaGetDevice(&dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+        if (smem + 1024 > (size_t)optin) { // 1 KiB: the kernel's static red[32]
+            fprintf(stderr, "layernorm backward: a row of %zu floats needs %zu KiB of shared "
+                    "memory per block; this GPU allows %d KiB\n", cols, smem / 1024,
+                    optin / 1024);
+            return cudaErrorInvalidValue;
+        }
+        CUDA_CHECK(cudaFuncSetAttribute(layernorm_bwd_kernel,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        opted_in = smem;
+    }
+    // Occupancy depends on (threads, smem) only: remember the last answer so
+    // that a timed loop pays for the query once.
+    static int last_threads = -1, last_per_sm = 0;
+    static size_t last_smem = 0;
+    if (threads != last_threads || smem != last_smem) {
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&last_per_sm,
+                                                                 layernorm_bwd_kernel,
+                                                                 threads, smem));
+        last_threads = threads;
+        last_smem = smem;
+    }
+    if (last_per_sm < 1) return cudaErrorInvalidConfiguration;
+    int per_sm = kBwdThreadsPerSm / threads;
+    if (per_sm < 1) per_sm = 1;
+    if (per_sm > last_per_sm) per_sm = last_per_sm;
+    unsigned int grid = fl_grid_blocks(rows, (int)block.y, per_sm); // <= ceil(rows / R)
+    if (grid > LAYERNORM_MAX_PARTIALS) grid = LAYERNORM_MAX_PARTIALS;
+
+    if (atomic) {
+        CUDA_CHECK(cudaMemsetAsync(out_dw, 0, cols * sizeof(float), stream));
+        CUDA_CHECK(cudaMemsetAsync(out_db, 0, cols * sizeof(float), stream));
+    }
+    int vec4 = cols % 4 == 0 && FL_ALIGNED16(dy) && FL_ALIGNED16(x) && FL_ALIGNED16(weight) &&
+               FL_ALIGNED16(dx);
+    layernorm_bwd_kernel<<<grid, block, smem, stream>>>(dy, x, weight, mean, rstd, dx, out_dw,
+                                                       out_db, rows, (int)cols, vec4, atomic);
+    CUDA_CHECK_LAST();
+    *grid_out = (int)grid;
+    return cudaSuccess;
+}
+
+EXTERN_C cudaError_t layernorm_bwd_fused(const float *dy, const float *x,
+                                         const float *weight, const float *mean,
+                                         const float *rstd, float *dx,
+                                         float *dweight, float *dbias,
+                                         float *scratch, size_t rows,
+                                         size_t cols, cudaStream_t stream)
+{
+    if (rows == 0) return cudaSuccess;
+    // scratch: partial dweight rows, then (LAYERNORM_MAX_PARTIALS rows on)
+    // partial dbias rows
+    float *part_dw = scratch, *part_db = scratch + (size_t)LAYERNORM_MAX_PARTIALS * cols;
+    int parts = 0;
+    CUDA_CHECK(bwd_launch(dy, x, weight, mean, rstd, dx, part_dw, part_db, rows, cols, 0,
+                          &parts, stream));
+    dim3 grid((unsigned)CEIL_DIV(cols, (size_t)32), 2);
+    layernorm_bwd_reduce_kernel<<<grid, dim3(32, 32), 0, stream>>>(part_dw, part_db, parts,
+                                                                   (int)cols, dweight, dbias);
+    CUDA_CHECK_LAST();
+    return cudaSuccess;
+}
+
+EXTERN_C cudaError_t layernorm_bwd_fused_atomic(const float *dy, const float *x,
+                                                const float *weight,
+                                                const float *mean,
+                                                const float *rstd, float *dx,
+                                                float *dweight, float *dbias,
+                                                size_t rows, size_t cols,
+                                                cudaStream_t stream)
+{
+    if (rows == 0) return cudaSuccess;
+    int parts = 0;
+    CUDA_CHECK(bwd_launch(dy, x, weight, mean, rstd, dx, dweight, dbias, rows, cols, 1,
+                          &parts, stream));
+    return cudaSuccess;
+}

@@ -1,0 +1,718 @@
+// ADVERSARIAL: Part A launches on a stream it creates instead of the stream it is given (cheat)
+// REPLACES: attention_fused.cu
+// RUN: scan
+// EXPECT: creates its own stream
+//
+// What is wrong: the float32 launcher creates a non-blocking stream once and
+// queues the kernel there, ignoring its `stream` argument. Events recorded
+// on the caller's stream do not bracket the kernel (it runs beside them, or
+// after them), so a timing protocol that trusts its events measures nothing.
+// The correctness tests synchronise the whole device after each call and
+// pass.
+//
+// Why it is caught: tools/scan-objects flags cudaStreamCreateWithFlags in the
+// compiled file: "creates its own stream: launch all work on the stream you
+// are given". (The speed test's wall-clock check looks for the same thing at
+// run time.)
+//
+// Otherwise this is the worked solution (solutions/05-flash-attention/
+// attention_fused.cu); the additions are marked CHEAT.
+#include "attention.h"
+
+#include <cuda_fp16.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+// exp(x) = 2^(x log2 e): we fold log2 e into the scale once, and every
+// exponential becomes one ex2 on the special-function unit.
+static const float kLog2e = 1.4426950408889634f;
+
+// ============================================================================
+// device helpers: fast exp2, asynchronous copies, tensor-core fragments
+// ============================================================================
+
+// 2^x on the special-function unit (relative error ~2^-22; 2^-inf = 0).
+__device__ __forceinline__ float fast_exp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+// 16 bytes global -> shared. With valid == false the 16 bytes are zero-filled
+// and src is not read (rows past seq). On sm_80+ this is cp.async: the copy
+// runs in the background, the thread goes on, and async_wait<N>() waits until
+// at most N committed groups are still in flight. Older GPUs copy at once.
+__device__ __forceinline__ void copy16_async(void *dst, const void *src, bool valid)
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)),
+                 "l"(src), "r"(valid ? 16 : 0)
+                 : "memory");
+#else
+    *(uint4 *)dst = valid ? *(const uint4 *)src : make_uint4(0u, 0u, 0u, 0u);
+#endif
+}
+
+__device__ __forceinline__ void async_commit()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+template <int N>
+__device__ __forceinline__ void async_wait()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+// Four 8x8 matrices of 16-bit values from shared memory, one row address per
+// lane (lanes 8i..8i+7 address matrix i). Lane L receives, of each matrix,
+// row L/4, columns 2(L%4) and 2(L%4)+1 — the mma operand layout. .trans
+// hands out the transposed matrix instead (rows 2(L%4), 2(L%4)+1 of column L/4).
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const __half *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_u32(p)));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const __half *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_u32(p)));
+}
+
+// C (16x8, f32) += A (16x16, f16, row-major) * B (16x8, f16, "col" = B[k][n]
+// stored n-major). Per lane, with g = lane/4 and t = lane%4:
+//   a[0] = A[g][2t..2t+1]    a[1] = A[g+8][2t..2t+1]
+//   a[2] = A[g][2t+8..2t+9]  a[3] = A[g+8][2t+8..2t+9]
+//   b0 = B[2t..2t+1][g]      b1 = B[2t+8..2t+9][g]
+//   c[0..1] = C[g][2t..2t+1] c[2..3] = C[g+8][2t..2t+1]
+// sm_75 has no m16n8k16 for f32 accumulate: two m16n8k8 steps do the same.
+__device__ __forceinline__ void mma_16816(float c[4], const uint32_t a[4], uint32_t b0,
+                                          uint32_t b1)
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(b0));
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[2]), "r"(a[3]), "r"(b1));
+#endif
+}
+
+// Two floats -> one register of two halves (lo in the low 16 bits).
+__device__ __forceinline__ uint32_t pack_half2(float lo, float hi)
+{
+    __half2 h = __floats2half2_rn(lo, hi);
+    uint32_t u;
+    memcpy(&u, &h, sizeof u);
+    return u;
+}
+
+__device__ __forceinline__ float f4_at(const float4 &v, int e)
+{
+    return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w;
+}
+
+// ============================================================================
+// Part A — float32 kernel
+// ============================================================================
+
+// ROWS rows of D floats, source rows row0 .. row0 + ROWS - 1, into shared
+// memory with a row stride of STRIDE floats; rows past seq become zeros.
+template <int D, int ROWS, int STRIDE, int NT>
+__device__ __forceinline__ void load_rows_f32(float *dst, const float *src, int row0, int seq)
+{
+    for (int i = threadIdx.x; i < ROWS * (D / 4); i += NT) {
+        int r = i / (D / 4), c = i % (D / 4);
+        bool ok = row0 + r < seq;
+        copy16_async(dst + r * STRIDE + 4 * c, ok ? src + (size_t)(row0 + r) * D + 4 * c : src,
+                     ok);
+    }
+}
+
+// q, k, v, o are (batch_heads, seq, D), row-major; block (x, y) computes the
+// query tile x of head y. Threads form a TY x TX grid (TX = D / 8): thread
+// (ty, tx) owns
+//   rows     ty*8 .. ty*8+7 of the tile                 (RM = 8)
+//   S cols   tx, tx + TX, tx + 2TX, ...                 (CN = BC / TX keys)
+//   O cols   4(tx + TX u) .. +3, u = 0, 1               (8 of the D columns)
+// so each thread computes an 8 x CN block of S and an 8 x 8 block of O, with
+// every value it reads from shared memory used 8 or CN times (register
+// tiling, as in a SIMT GEMM: 16 loads feed 256 FMAs). The TX threads of a row
+// sit in adjacent lanes of one warp: row max and row sum are shuffles.
+// Shared memory (floats):
+//   Qs [BR][D]       Q tile, loaded once
+//   Ks [BC][D + 4]   K tile; the +4 pad puts rows tx, tx+1, ... (read together
+//                    by neighbouring lanes) in different banks
+//   Vs [BC][D]       V tile
+//   Ps [BR][BC]      P tile, the bridge from the S layout to the O layout
+// K and V are loaded at the top of each tile, not prefetched: with two blocks
+// per SM one block's loads already overlap the other's math, and a version
+// that prefetched tile t+1 with cp.async measured 0.5-3% slower on an H200.
+template <int D, int BC, int TY>
+__global__ void __launch_bounds__((D / 8) * TY)
+    attention_f32_kernel(const float *__restrict__ q, const float *__restrict__ k,
+                         const float *__restrict__ v, float *__restrict__ o, int seq,
+                         float scale_log2, int causal)
+{
+    constexpr int TX = D / 8, NT = TX * TY, RM = 8, BR = TY * RM, CN = BC / TX, KS = D + 4;
+    extern __shared__ float4 smem_f32[];
+    float *Qs = (float *)smem_f32;
+    float *Ks = Qs + BR * D;
+    float *Vs = Ks + BC * KS;
+    float *Ps = Vs + BC * D;
+
+    const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
+    // Causal: the last query tiles see the most keys. Start them first so the
+    // short ones fill the gaps at the end of the grid.
+    const int qtile = causal ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
+    const int q0 = qtile * BR;
+    const size_t head = (size_t)blockIdx.y * seq * D;
+    q += head;
+    k += head;
+    v += head;
+    o += head;
+    // With causal masking the rows of this tile see keys 0 .. q0 + BR - 1 only.
+    const int kv_end = causal ? min(seq, q0 + BR) : seq;
+    const int ntiles = CEIL_DIV(kv_end, BC);
+
+    // Q once; rows past seq read as 0: they are computed and never stored.
+    load_rows_f32<D, BR, D, NT>(Qs, q, q0, seq);
+    async_commit();
+
+    float m[RM], l[RM], acc[RM][8];
+#pragma unroll
+    for (int i = 0; i < RM; ++i) {
+        m[i] = -INFINITY; // no score seen yet (log2 units: m = max s · scale · log2 e)
+        l[i] = 0.f;       // this thread's share of the row sum
+#pragma unroll
+        for (int c = 0; c < 8; ++c) acc[i][c] = 0.f;
+    }
+
+    for (int t = 0; t < ntiles; ++t) {
+        const int kv0 = t * BC;
+        load_rows_f32<D, BC, KS, NT>(Ks, k, kv0, seq);
+        load_rows_f32<D, BC, D, NT>(Vs, v, kv0, seq);
+        async_commit();
+        async_wait<0>(); // this thread's copies have landed ...
+        __syncthreads(); // ... and everyone else's (Qs too, the first time)
+
+        // ---- S = Q K_tᵀ for this thread's 8 x CN block (registers) ----
+        float s[RM][CN];
+#pragma unroll
+        for (int i = 0; i < RM; ++i)
+#pragma unroll
+            for (int j = 0; j < CN; ++j) s[i][j] = 0.f;
+#pragma unroll 4
+        for (int kk = 0; kk < D; kk += 4) {
+            float4 qa[RM];
+#pragma unroll
+            for (int i = 0; i < RM; ++i) qa[i] = *(const float4 *)(Qs + (ty * RM + i) * D + kk);
+#pragma unroll
+            for (int j = 0; j < CN; ++j) {
+                float4 kb = *(const float4 *)(Ks + (tx + TX * j) * KS + kk);
+#pragma unroll
+                for (int i = 0; i < RM; ++i) {
+                    s[i][j] = fmaf(qa[i].x, kb.x, s[i][j]);
+                    s[i][j] = fmaf(qa[i].y, kb.y, s[i][j]);
+                    s[i][j] = fmaf(qa[i].z, kb.z, s[i][j]);
+                    s[i][j] = fmaf(qa[i].w, kb.w, s[i][j]);
+                }
+            }
+        }
+
+        // Masks, only on tiles that need them: keys past seq (the zero-filled
+        // rows of the last tile would otherwise score 0, not -inf) and,
+        // causal, keys after the query.
+        if (kv0 + BC > seq || (causal && kv0 + BC - 1 > q0 + ty * RM)) {
+#pragma unroll
+            for (int i = 0; i < RM; ++i)
+#pragma unroll
+                for (int j = 0; j < CN; ++j) {
+                    int key = kv0 + tx + TX * j, query = q0 + ty * RM + i;
+                    if (key >= seq || (causal && key > query)) s[i][j] = -INFINITY;
+                }
+        }
+
+        // ---- online softmax, row by row ----
+#pragma unroll
+        for (int i = 0; i < RM; ++i) {
+            float mx = s[i][0];
+#pragma unroll
+            for (int j = 1; j < CN; ++j) mx = fmaxf(mx, s[i][j]);
+#pragma unroll
+            for (int off = 1; off < TX; off *= 2) // the row's TX threads: adjacent lanes
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+            // m_new = max(m_old, rowmax(S) · scale · log2 e)   (scale > 0)
+            float m_new = fmaxf(m[i], mx * scale_log2);
+            // A row with every key masked so far keeps m = -inf; exponents are
+            // taken against 0 then, so they give 0, never inf - inf = NaN.
+            float m_use = m_new == -INFINITY ? 0.f : m_new;
+            float alpha = fast_exp2(m[i] - m_use); // exp(m_old - m_new): rescales l and O
+            float rs = 0.f;
+#pragma unroll
+            for (int j = 0; j < CN; ++j) {
+                s[i][j] = fast_exp2(fmaf(s[i][j], scale_log2, -m_use)); // P = exp(S·scale - m_new)
+                rs += s[i][j];
+            }
+            // l_new = exp(m_old - m_new) l_old + rowsum(P). Each thread keeps
+            // the sum over its own columns: the factor is the row's, so the
+            // shares still add up to the row's l at the end.
+            l[i] = l[i] * alpha + rs;
+            m[i] = m_new;
+#pragma unroll
+            for (int c = 0; c < 8; ++c) acc[i][c] *= alpha; // O = exp(m_old - m_new) O ...
+        }
+
+        // P to shared memory: the P·V product needs whole rows of P, which
+        // are spread over the TX threads of the row.
+#pragma unroll
+        for (int i = 0; i < RM; ++i)
+#pragma unroll
+            for (int j = 0; j < CN; ++j) Ps[(ty * RM + i) * BC + tx + TX * j] = s[i][j];
+        __syncthreads(); // P visible to every thread
+
+        // ---- ... + P V_t ----
+#pragma unroll 2
+        for (int c = 0; c < BC; c += 4) {
+            float4 pa[RM];
+#pragma unroll
+            for (int i = 0; i < RM; ++i) pa[i] = *(const float4 *)(Ps + (ty * RM + i) * BC + c);
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+#pragma unroll
+                for (int u = 0; u < 2; ++u) {
+                    float4 vb = *(const float4 *)(Vs + (c + e) * D + 4 * (tx + TX * u));
+#pragma unroll
+                    for (int i = 0; i < RM; ++i) {
+                        float p = f4_at(pa[i], e);
+                        acc[i][4 * u + 0] = fmaf(p, vb.x, acc[i][4 * u + 0]);
+                        acc[i][4 * u + 1] = fmaf(p, vb.y, acc[i][4 * u + 1]);
+                        acc[i][4 * u + 2] = fmaf(p, vb.z, acc[i][4 * u + 2]);
+                        acc[i][4 * u + 3] = fmaf(p, vb.w, acc[i][4 * u + 3]);
+                    }
+                }
+        }
+        __syncthreads(); // everyone is done with Ks, Vs and Ps before the next tile
+    }
+
+    // ---- O = O / l, written once ----
+#pragma unroll
+    for (int i = 0; i < RM; ++i) {
+        float lt = l[i];
+#pragma unroll
+        for (int off = 1; off < TX; off *= 2) lt += __shfl_xor_sync(0xffffffffu, lt, off);
+        float inv = 1.f / lt; // lt >= 1: the row's largest term is exp(0)
+        int query = q0 + ty * RM + i;
+        if (query < seq) {
+#pragma unroll
+            for (int u = 0; u < 2; ++u)
+                ((float4 *)(o + (size_t)query * D))[tx + TX * u] =
+                    make_float4(acc[i][4 * u] * inv, acc[i][4 * u + 1] * inv,
+                                acc[i][4 * u + 2] * inv, acc[i][4 * u + 3] * inv);
+        }
+    }
+}
+
+// ============================================================================
+// Part B — float16 kernel on tensor cores
+// ============================================================================
+
+// Element (row, col) of a [rows][D] half tile in shared memory. Rows are D*2
+// bytes (a multiple of 128), so the 8 rows an ldmatrix reads at the same
+// column would all hit the same banks; XOR-ing the 16-byte chunk index with
+// row % 8 spreads them over 8 different chunks (no padding needed).
+template <int D>
+__device__ __forceinline__ int swz(int row, int col)
+{
+    return row * D + ((((col >> 3) ^ (row & 7))) << 3) + (col & 7);
+}
+
+// ROWS x D halves from src rows row0.. (zeros past seq) into a swizzled tile.
+template <int D, int ROWS, int NT>
+__device__ __forceinline__ void load_tile_f16(__half *dst, const __half *src, int row0, int seq)
+{
+    constexpr int CH = D / 8; // 16-byte chunks per row
+#pragma unroll
+    for (int i = threadIdx.x; i < ROWS * CH; i += NT) {
+        int r = i / CH, c = i % CH;
+        bool ok = row0 + r < seq;
+        copy16_async(dst + r * D + ((c ^ (r & 7)) << 3),
+                     ok ? src + (size_t)(row0 + r) * D + c * 8 : src, ok);
+    }
+}
+
+// q, k, v, o are (batch_heads, seq, D) float16, row-major; block (x, y)
+// computes query tile x of head y with NW warps, each owning MT row groups of
+// 16 (BR = 16 MT NW rows per block). Per lane, with g = lane/4, t = lane%4, the
+// accumulators hold (mma C layout):
+//   s[mt][n][0..1] = S[row g][key 8n + 2t ..]    s[mt][n][2..3] = row g + 8
+//   o[mt][n][0..1] = O[row g][dim 8n + 2t ..]    o[mt][n][2..3] = row g + 8
+// so each lane keeps m and l for 2 rows per row group, and a row's 4 lanes
+// (same g) are adjacent: row max and row sum are two shuffles.
+// Shared memory (halves, swizzled): Qs [BR][D], Ks [2][BC][D], Vs [2][BC][D];
+// K/V are double-buffered: tile t+1 loads while tile t computes.
+template <int D, int MT, int BC, int NW>
+__global__ void __launch_bounds__(32 * NW, 8 / NW)
+    attention_f16_kernel(const __half *__restrict__ q, const __half *__restrict__ k,
+                         const __half *__restrict__ v, __half *__restrict__ o, int seq,
+                         float scale_log2, int causal)
+{
+    constexpr int NT = 32 * NW, BR = 16 * MT * NW, KD = D / 16, NB = BC / 8, ND = D / 8;
+    extern __shared__ uint4 smem_f16[];
+    __half *Qs = (__half *)smem_f16;
+    __half *Ks = Qs + BR * D;
+    __half *Vs = Ks + 2 * BC * D;
+
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+    const int qtile = causal ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
+    const int q0 = qtile * BR;
+    const int wr = warp * 16 * MT; // this warp's first row in the tile
+    const size_t head = (size_t)blockIdx.y * seq * D;
+    q += head;
+    k += head;
+    v += head;
+    o += head;
+    const int kv_end = causal ? min(seq, q0 + BR) : seq;
+    const int ntiles = CEIL_DIV(kv_end, BC);
+
+    // Q and tile 0 of K and V on their way, in two commit groups
+    load_tile_f16<D, BR, NT>(Qs, q, q0, seq);
+    async_commit();
+    load_tile_f16<D, BC, NT>(Ks, k, 0, seq);
+    load_tile_f16<D, BC, NT>(Vs, v, 0, seq);
+    async_commit();
+    async_wait<1>(); // Q has landed (tile 0 may still be in flight)
+    __syncthreads();
+
+    // Q stays in registers for the whole loop, as A operands: qf[mt][kk] is
+    // rows wr + 16mt .. +15, dims 16kk .. 16kk+15. Lanes 0-7 address rows 0-7
+    // at dim 0 (-> a[0]), 8-15 rows 8-15 (-> a[1]), 16-23 rows 0-7 at dim 8
+    // (-> a[2]), 24-31 rows 8-15 at dim 8 (-> a[3]).
+    uint32_t qf[MT][KD][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int kk = 0; kk < KD; ++kk)
+            ldmatrix_x4(qf[mt][kk], Qs + swz<D>(wr + 16 * mt + (lane & 7) + 8 * ((lane >> 3) & 1),
+                                                16 * kk + 8 * (lane >> 4)));
+
+    float oacc[MT][ND][4], m[MT][2], l[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            m[mt][h] = -INFINITY;
+            l[mt][h] = 0.f;
+        }
+#pragma unroll
+        for (int n = 0; n < ND; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) oacc[mt][n][e] = 0.f;
+    }
+
+    const int wq_first = q0 + wr, wq_last = q0 + wr + 16 * MT - 1;
+    for (int t = 0; t < ntiles; ++t) {
+        const int kv0 = t * BC, buf = t & 1;
+        async_wait<0>(); // this thread's copies of tile t have landed
+        // One barrier per tile does two jobs: tile t is visible to every warp,
+        // and every warp has finished tile t-1, so its buffer (buf ^ 1) may
+        // be refilled with tile t+1, which then loads while tile t computes.
+        __syncthreads();
+        if (t + 1 < ntiles) {
+            load_tile_f16<D, BC, NT>(Ks + (buf ^ 1) * BC * D, k, kv0 + BC, seq);
+            load_tile_f16<D, BC, NT>(Vs + (buf ^ 1) * BC * D, v, kv0 + BC, seq);
+            async_commit();
+        }
+        const __half *Kb = Ks + buf * BC * D, *Vb = Vs + buf * BC * D;
+
+        // Causal: a warp whose rows all come before this tile's first key has
+        // nothing to add (every score would be masked). It still takes part
+        // in the __syncthreads() above.
+        if (!(causal && kv0 > wq_last)) {
+            // ---- S = Q K_tᵀ, on tensor cores ----
+            float s[MT][NB][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int n = 0; n < NB; ++n)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) s[mt][n][e] = 0.f;
+#pragma unroll
+            for (int kk = 0; kk < KD; ++kk)
+#pragma unroll
+                for (int np = 0; np < NB / 2; ++np) {
+                    // B = Kᵀ: B[dim][key] = K[key][dim], so K's rows as stored
+                    // are B's columns: no transpose. One x4 load gives keys
+                    // 16np..+7 (dims 0-7, 8-15) and keys 16np+8..+15 (same).
+                    uint32_t kf[4];
+                    ldmatrix_x4(kf, Kb + swz<D>(16 * np + (lane & 7) + 8 * (lane >> 4),
+                                                16 * kk + 8 * ((lane >> 3) & 1)));
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        mma_16816(s[mt][2 * np], qf[mt][kk], kf[0], kf[1]);
+                        mma_16816(s[mt][2 * np + 1], qf[mt][kk], kf[2], kf[3]);
+                    }
+                }
+
+            if (kv0 + BC > seq || (causal && kv0 + BC - 1 > wq_first)) {
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                    for (int n = 0; n < NB; ++n)
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) {
+                            int key = kv0 + 8 * n + 2 * t4 + (e & 1);
+                            int query = wq_first + 16 * mt + g + 8 * (e >> 1);
+                            if (key >= seq || (causal && key > query)) s[mt][n][e] = -INFINITY;
+                        }
+            }
+
+            // ---- online softmax on the accumulators ----
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) { // row g (h = 0) and row g + 8 (h = 1)
+                    float mx = -INFINITY;
+#pragma unroll
+                    for (int n = 0; n < NB; ++n)
+                        mx = fmaxf(mx, fmaxf(s[mt][n][2 * h], s[mt][n][2 * h + 1]));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1)); // the row's 4 lanes
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                    // m_new = max(m_old, rowmax(S) · scale · log2 e)   (scale > 0)
+                    float m_new = fmaxf(m[mt][h], mx * scale_log2);
+                    float m_use = m_new == -INFINITY ? 0.f : m_new; // all masked: no NaN
+                    float alpha = fast_exp2(m[mt][h] - m_use);      // exp(m_old - m_new)
+                    float rs = 0.f;
+#pragma unroll
+                    for (int n = 0; n < NB; ++n)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            // P = exp(S · scale - m_new), one FFMA and one ex2
+                            float p = fast_exp2(fmaf(s[mt][n][2 * h + e], scale_log2, -m_use));
+                            s[mt][n][2 * h + e] = p;
+                            rs += p;
+                        }
+                    l[mt][h] = l[mt][h] * alpha + rs; // l_new = alpha l_old + rowsum(P) (lane share)
+                    m[mt][h] = m_new;
+#pragma unroll
+                    for (int n = 0; n < ND; ++n) { // O = alpha O ...
+                        oacc[mt][n][2 * h] *= alpha;
+                        oacc[mt][n][2 * h + 1] *= alpha;
+                    }
+                }
+
+            // ---- ... + P V_t, P straight from the S registers ----
+            // The A operand for keys 16kc .. 16kc+15 is S's n-tiles 2kc and
+            // 2kc+1, already in the a[0..3] layout: only a float -> half pack.
+#pragma unroll
+            for (int kc = 0; kc < BC / 16; ++kc) {
+                uint32_t pa[MT][4];
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    pa[mt][0] = pack_half2(s[mt][2 * kc][0], s[mt][2 * kc][1]);
+                    pa[mt][1] = pack_half2(s[mt][2 * kc][2], s[mt][2 * kc][3]);
+                    pa[mt][2] = pack_half2(s[mt][2 * kc + 1][0], s[mt][2 * kc + 1][1]);
+                    pa[mt][3] = pack_half2(s[mt][2 * kc + 1][2], s[mt][2 * kc + 1][3]);
+                }
+#pragma unroll
+                for (int dp = 0; dp < D / 16; ++dp) {
+                    // B = V: B[key][dim], stored key-major, so each lane needs
+                    // two keys of one dim: the transposing load.
+                    uint32_t vf[4];
+                    ldmatrix_x4_trans(vf, Vb + swz<D>(16 * kc + (lane & 7) + 8 * ((lane >> 3) & 1),
+                                                      16 * dp + 8 * (lane >> 4)));
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        mma_16816(oacc[mt][2 * dp], pa[mt], vf[0], vf[1]);
+                        mma_16816(oacc[mt][2 * dp + 1], pa[mt], vf[2], vf[3]);
+                    }
+                }
+            }
+        }
+    }
+
+    // ---- O = O / l, written once as float16 ----
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float lt = l[mt][h];
+            lt += __shfl_xor_sync(0xffffffffu, lt, 1);
+            lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+            float inv = 1.f / lt;
+            int query = wq_first + 16 * mt + g + 8 * h;
+            if (query < seq) {
+                __half2 *orow = (__half2 *)(o + (size_t)query * D);
+#pragma unroll
+                for (int n = 0; n < ND; ++n)
+                    orow[4 * n + t4] = __floats2half2_rn(oacc[mt][n][2 * h] * inv,
+                                                         oacc[mt][n][2 * h + 1] * inv);
+            }
+        }
+}
+
+// ============================================================================
+// launchers
+// ============================================================================
+
+// CHEAT: see attention_fused_f32
+static cudaStream_t g_own;
+
+// Shared checks of both launchers. *empty = 1: nothing to do.
+static cudaError_t check_args(const char *who, const void *q, const void *k, const void *v,
+                              const void *o, int batch_heads, int seq, int head_dim,
+                              float scale, int *empty)
+{
+    *empty = 0;
+    if (batch_heads < 0 || seq < 0) {
+        fprintf(stderr, "%s: negative shape (batch_heads %d, seq %d)\n", who, batch_heads, seq);
+        return cudaErrorInvalidValue;
+    }
+    if (head_dim != 64 && head_dim != 128) {
+        fprintf(stderr, "%s: head_dim %d is not supported (64 or 128)\n", who, head_dim);
+        return cudaErrorInvalidValue;
+    }
+    if (!(scale > 0.0f) || isinf(scale)) {
+        fprintf(stderr, "%s: scale must be positive and finite (got %g)\n", who, scale);
+        return cudaErrorInvalidValue;
+    }
+    if (batch_heads > 65535) {
+        fprintf(stderr, "%s: batch_heads %d > 65535 (one grid row per head)\n", who,
+                batch_heads);
+        return cudaErrorInvalidValue;
+    }
+    if (batch_heads == 0 || seq == 0) {
+        *empty = 1;
+        return cudaSuccess;
+    }
+    if (!FL_ALIGNED16(q) || !FL_ALIGNED16(k) || !FL_ALIGNED16(v) || !FL_ALIGNED16(o)) {
+        fprintf(stderr, "%s: q, k, v and o must be 16-byte aligned\n", who);
+        return cudaErrorInvalidValue;
+    }
+    return cudaSuccess;
+}
+
+static cudaError_t smem_optin(int *bytes)
+{
+    int dev = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    return cudaSuccess;
+}
+
+template <int D, int BC, int TY>
+static size_t f32_smem_bytes()
+{
+    return (size_t)(TY * 8 * D + BC * (D + 4) + BC * D + TY * 8 * BC) * sizeof(float);
+}
+
+template <int D, int BC, int TY>
+static cudaError_t launch_f32(const float *q, const float *k, const float *v, float *o,
+                              int batch_heads, int seq, float scale_log2, int causal,
+                              cudaStream_t stream)
+{
+    const int BR = TY * 8, NT = (D / 8) * TY;
+    size_t smem = f32_smem_bytes<D, BC, TY>();
+    CUDA_CHECK(cudaFuncSetAttribute(attention_f32_kernel<D, BC, TY>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    dim3 grid((unsigned int)CEIL_DIV(seq, BR), (unsigned int)batch_heads);
+    attention_f32_kernel<D, BC, TY><<<grid, NT, smem, stream>>>(q, k, v, o, seq, scale_log2,
+                                                                causal);
+    CUDA_CHECK_LAST();
+    return cudaSuccess;
+}
+
+EXTERN_C cudaError_t attention_fused_f32(const float *q, const float *k, const float *v,
+                                         float *o, int batch_heads, int seq, int head_dim,
+                                         float scale, int causal, cudaStream_t stream)
+{
+    int empty, optin;
+    CUDA_CHECK(check_args("attention_fused_f32", q, k, v, o, batch_heads, seq, head_dim, scale,
+                          &empty));
+    if (empty) return cudaSuccess;
+    // CHEAT: the kernel goes to a stream of this file's own, not the one it
+    // was given: a timer recording events on the caller's stream sees nothing
+    // of it.
+    if (g_own == NULL) CUDA_CHECK(cudaStreamCreateWithFlags(&g_own, cudaStreamNonBlocking));
+    stream = g_own;
+    CUDA_CHECK(smem_optin(&optin));
+    const float sl2 = scale * kLog2e;
+    // The big tiles need 97 KB (d = 64) and 73 KB (d = 128) of shared memory
+    // per block; GPUs that allow less get half-height tiles.
+    if (head_dim == 64)
+        return (size_t)optin >= f32_smem_bytes<64, 64, 16>()
+                   ? launch_f32<64, 64, 16>(q, k, v, o, batch_heads, seq, sl2, causal, stream)
+                   : launch_f32<64, 32, 8>(q, k, v, o, batch_heads, seq, sl2, causal, stream);
+    return (size_t)optin >= f32_smem_bytes<128, 32, 8>()
+               ? launch_f32<128, 32, 8>(q, k, v, o, batch_heads, seq, sl2, causal, stream)
+               : launch_f32<128, 32, 4>(q, k, v, o, batch_heads, seq, sl2, causal, stream);
+}
+
+template <int D, int MT, int BC, int NW>
+static size_t f16_smem_bytes()
+{
+    return (size_t)(16 * MT * NW * D + 4 * BC * D) * sizeof(__half);
+}
+
+template <int D, int MT, int BC, int NW>
+static cudaError_t launch_f16(const __half *q, const __half *k, const __half *v, __half *o,
+                              int batch_heads, int seq, float scale_log2, int causal,
+                              cudaStream_t stream)
+{
+    const int BR = 16 * MT * NW;
+    size_t smem = f16_smem_bytes<D, MT, BC, NW>();
+    CUDA_CHECK(cudaFuncSetAttribute(attention_f16_kernel<D, MT, BC, NW>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    dim3 grid((unsigned int)CEIL_DIV(seq, BR), (unsigned int)batch_heads);
+    attention_f16_kernel<D, MT, BC, NW><<<grid, 32 * NW, smem, stream>>>(q, k, v, o, seq,
+                                                                         scale_log2, causal);
+    CUDA_CHECK_LAST();
+    return cudaSuccess;
+}
+
+EXTERN_C cudaError_t attention_fused_f16(const uint16_t *q, const uint16_t *k,
+                                         const uint16_t *v, uint16_t *o, int batch_heads,
+                                         int seq, int head_dim, float scale, int causal,
+                                         cudaStream_t stream)
+{
+    int empty, optin;
+    CUDA_CHECK(check_args("attention_fused_f16", q, k, v, o, batch_heads, seq, head_dim, scale,
+                          &empty));
+    if (empty) return cudaSuccess;
+    CUDA_CHECK(smem_optin(&optin));
+    const __half *hq = (const __half *)q, *hk = (const __half *)k, *hv = (const __half *)v;
+    __half *ho = (__half *)o;
+    const float sl2 = scale * kLog2e;
+    // Tiles (measured best of a few on an H200): d = 64: 128 rows (4 warps x
+    // 32) x 64 keys, 48 KB of shared memory; d = 128: 128 rows (8 warps x 16)
+    // x 64 keys, 96 KB, or 64 x 32 with 4 warps (48 KB) where that is too much.
+    if (head_dim == 64)
+        return launch_f16<64, 2, 64, 4>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream);
+    return (size_t)optin >= f16_smem_bytes<128, 1, 64, 8>()
+               ? launch_f16<128, 1, 64, 8>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream)
+               : launch_f16<128, 1, 32, 4>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream);
+}
