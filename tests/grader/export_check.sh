@@ -17,7 +17,7 @@ trap 'rm -rf "$work"' EXIT
 dest=$work/bundle
 "$root/lab" export-student "$dest" || fail "lab export-student failed"
 
-for p in solutions grader tests/grader; do
+for p in solutions grader tests/grader tests/adversarial; do
     [ ! -e "$dest/$p" ] || fail "$p/ is in the student bundle"
 done
 [ -x "$dest/lab" ] || fail "lab is missing or not executable"
