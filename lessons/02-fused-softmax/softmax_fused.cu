@@ -51,7 +51,9 @@ __device__ float block_max(float v, float *partial /* [32], shared */)
     // TODO(A2): reduce within the warp; lane 0 of each warp stores the
     //           warp's result in partial[warp]; __syncthreads(); then every
     //           warp reduces partial[0 .. warps-1] itself (lanes past the
-    //           last warp use -FLT_MAX). With one warp, skip the shared part.
+    //           last warp use -FLT_MAX). With one warp (warps == 1 in every
+    //           thread alike, so the whole block skips the barrier together),
+    //           return after the warp step.
     (void)partial;
     return v;
 }
@@ -73,7 +75,10 @@ __device__ float block_sum(float v, float *partial /* [32], shared */)
 // Either way a warp's loads cover one contiguous span (coalesced), and slots
 // 0 .. nslots - 1, nslots = CEIL_DIV(cols, 4 * T), cover the row. Columns past
 // the end read as -FLT_MAX: max ignores them and exp turns them into 0, and
-// store_slot skips them. The launcher sets vec when 16-byte accesses are safe.
+// store_slot skips them. Any j >= 0 is safe: a slot at or past nslots reads
+// as four -FLT_MAX and store_slot writes nothing there, so a loop may load 4
+// slots at a time with no tail case. The launcher sets vec when 16-byte
+// accesses are safe.
 __device__ __forceinline__ float4 load_slot(const float *__restrict__ row, int cols, int j,
                                             int vec)
 {
@@ -128,7 +133,9 @@ __global__ void __launch_bounds__(1024)
     //           cols, j, vec) for j < kSlots, in a loop with #pragma unroll
     //           (a register array must be indexed by constants).
     // TODO(A4): d = the sum over the row of exp(x_j): each thread adds up
-    //           its own slots (j < nslots), then block_sum(d, partial_sum).
+    //           its own slots, then block_sum(d, partial_sum). (Stopping at
+    //           j < nslots only saves work: later slots are all padding, and
+    //           exp turns their -FLT_MAX into 0.)
     // TODO(A5): y_j = exp(x_j) / d, written with store_slot from the
     //           registers (do not read x again). Multiply by 1/d.
     // TODO(B1): rows with large values overflow exp (exp(89) is inf in
@@ -162,7 +169,11 @@ __global__ void __launch_bounds__(512)
     // TODO(C2): merge the threads' (m, d) pairs into the row's: two pairs
     //           combine as m = max(m1, m2), d = d1 exp(m1 - m) + d2 exp(m2 - m);
     //           first across the warp (shuffle both m and d), then across the
-    //           warps through partial_m / partial_d, as in block_max.
+    //           warps through partial_m / partial_d, as in block_max. Write a
+    //           helper of your own for it (your file may add any helpers),
+    //           e.g. block_merge(&m, &d, partial_m, partial_d). Simpler, one
+    //           barrier more: mb = block_max(m, partial_m);
+    //           d = block_sum(d * exp(m - mb), partial_d); m = mb.
     // TODO(C3): pass 2. Read the row again; y = exp(x - m) / d (store_slot).
 }
 
