@@ -219,20 +219,26 @@ function(_lesson_manifest name num slug exercise tools cpu_suites has_solution)
   file(WRITE "${CMAKE_BINARY_DIR}/fusionlab_manifest.json" "${manifest}\n")
 endfunction()
 
-# The adversarial corpus of a lesson (tests/adversarial/NN-name/*.cu|*.c):
-# each file is a known-bad version of one exercise file, named by its
-# "// REPLACES: file" line. For each, a library adv_NN_<stem>_lib (the bad
-# file plus the worked versions of the lesson's other exercise files) and the
-# lesson's test program linked against it, adv_NN_<stem>. Built only on
-# demand (tests/adversarial/run-corpus, ./lab adversarial);
-# lesson_corpus_list() writes the entries to ${CMAKE_BINARY_DIR}/adversarial.txt
-# as "lesson target library-target source" lines.
+# The adversarial corpus of a lesson (tests/adversarial/NN-name/*.patch): each
+# entry is a known-bad version of one exercise file, kept as a patch to the
+# worked file its "// REPLACES: file" line names (the patch's comment block
+# says what is wrong). At configure time the patch is applied (GNU patch) to a
+# copy of the worked file under the name of the file it replaces, so it
+# builds exactly as a student's copy would. For each entry: a library
+# adv_NN_<stem>_lib (the bad file plus the worked versions of the lesson's
+# other exercise files) and the lesson's test program linked against it,
+# adv_NN_<stem>. Built only on demand (tests/adversarial/run-corpus, ./lab
+# adversarial); lesson_corpus_list() writes the entries to
+# ${CMAKE_BINARY_DIR}/adversarial.txt as "lesson target library-target
+# source" lines. A patch that no longer applies (the worked file changed) is
+# left out with a warning, and the corpus run counts it as missed.
 function(_lesson_corpus name num slug exercise tool_targets)
   set(dir "${PROJECT_SOURCE_DIR}/tests/adversarial/${name}")
   if(NOT IS_DIRECTORY "${dir}")
     return()
   endif()
-  file(GLOB entries CONFIGURE_DEPENDS "${dir}/*.cu" "${dir}/*.c")
+  find_program(FUSIONLAB_PATCH patch)
+  file(GLOB entries CONFIGURE_DEPENDS "${dir}/*.patch")
   set(course "${PROJECT_SOURCE_DIR}/lessons/${name}")
   set(solution "${PROJECT_SOURCE_DIR}/solutions/${name}")
   foreach(entry IN LISTS entries)
@@ -242,18 +248,30 @@ function(_lesson_corpus name num slug exercise tool_targets)
     if(NOT rep OR NOT rep IN_LIST exercise)
       message(FATAL_ERROR "${entry}: needs a '// REPLACES: <one of ${exercise}>' line")
     endif()
-    get_filename_component(ext "${rep}" EXT)
-    # the bad file is compiled under the name of the file it replaces, so
-    # it builds exactly as a student's copy would (same language, same flags)
+    set(t "adv_${num}_${stem}")
     set(copy "${CMAKE_BINARY_DIR}/adversarial/${num}_${stem}/${rep}")
-    configure_file("${entry}" "${copy}" COPYONLY)
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${entry}" "${solution}/${rep}")
+    if(NOT FUSIONLAB_PATCH)
+      message(WARNING "${entry}: GNU patch not found: the corpus entry ${t} is left out")
+      continue()
+    endif()
+    get_filename_component(copy_dir "${copy}" DIRECTORY)
+    file(MAKE_DIRECTORY "${copy_dir}")
+    execute_process(COMMAND "${FUSIONLAB_PATCH}" --silent --force --fuzz=0 -o "${copy}"
+                            "${solution}/${rep}" "${entry}"
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+    file(REMOVE "${copy}.orig" "${copy}.rej")
+    if(NOT rc EQUAL 0)
+      file(REMOVE "${copy}")
+      message(WARNING "${entry} no longer applies to ${solution}/${rep} (left out): ${out}")
+      continue()
+    endif()
     set(srcs "${copy}")
     foreach(f IN LISTS exercise)
       if(NOT f STREQUAL rep)
         list(APPEND srcs "${solution}/${f}")
       endif()
     endforeach()
-    set(t "adv_${num}_${stem}")
     add_library(${t}_lib STATIC ${srcs})
     target_include_directories(${t}_lib PUBLIC "${course}")
     target_link_libraries(${t}_lib PUBLIC lesson${num}_baseline fusionlab_common)
