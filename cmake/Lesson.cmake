@@ -18,6 +18,8 @@
 # LIBS are linked into the lesson's baseline (and so into everything above).
 # TOOLS (e.g. probe.c) become executables probe_01 ... linked against the
 # solution; code can find them in the compile-time FUSIONLAB_BUILD_DIR.
+# SCAN_RULES adds rules of the object scan for this lesson's exercise files
+# (tools/scan-objects: no-device-alloc); they go to scan-rules/lessonNN.txt.
 # CPU_SUITES name Criterion suites that need no GPU: they get a ctest entry of
 # their own (label cpu), so a machine without a GPU reports their failures
 # instead of folding them into the GPU entry's "skipped".
@@ -28,7 +30,7 @@
 # Each call also adds the lesson to ${CMAKE_BINARY_DIR}/fusionlab_manifest.json,
 # the grader's list of the files a student may change (see _lesson_manifest).
 function(lesson_add name)
-  cmake_parse_arguments(PARSE_ARGV 1 L "" "" "EXERCISE;LIBS;TOOLS;CPU_SUITES")
+  cmake_parse_arguments(PARSE_ARGV 1 L "" "" "EXERCISE;LIBS;TOOLS;CPU_SUITES;SCAN_RULES")
   if(NOT L_EXERCISE)
     message(FATAL_ERROR "lesson_add(${name}): name the EXERCISE file(s)")
   endif()
@@ -155,6 +157,18 @@ function(lesson_add name)
   if(FUSIONLAB_HAVE_CRITERION AND has_solution)
     _lesson_corpus("${name}" "${num}" "${slug}" "${L_EXERCISE}" "${tool_targets}")
   endif()
+  # the object scan's extra rules for this lesson (tools/scan-objects --rules);
+  # written every time, so a rule taken out of lesson_add goes away
+  foreach(r IN LISTS L_SCAN_RULES)
+    if(NOT r STREQUAL "no-device-alloc")
+      message(FATAL_ERROR "lesson_add(${name}): unknown SCAN_RULES entry '${r}' (known: no-device-alloc)")
+    endif()
+  endforeach()
+  string(REPLACE ";" "\n" rules "${L_SCAN_RULES}")
+  if(rules)
+    string(APPEND rules "\n")
+  endif()
+  file(WRITE "${CMAKE_BINARY_DIR}/scan-rules/lesson${num}.txt" "${rules}")
   set_property(GLOBAL APPEND PROPERTY FUSIONLAB_LESSONS "${name}")
   _lesson_manifest("${name}" "${num}" "${slug}" "${L_EXERCISE}" "${tool_targets}"
                    "${L_CPU_SUITES}" ${has_solution})

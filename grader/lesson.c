@@ -440,7 +440,9 @@ static int object_scan(grader *g, const lesson_info *li, char **out)
     char *libs[3] = {path_join(g->build, "libfusionlab_common.a"),
                      path_join(g->build, "libfusionlab_testlib.a"),
                      xasprintf("%s/liblesson%s_baseline.a", g->build, li->number)};
-    char **argv = xcalloc((size_t)objs.n + 10, sizeof *argv);
+    /* the lesson's own rules (lesson_add's SCAN_RULES), when it has any */
+    char *rules = xasprintf("%s/scan-rules/lesson%s.txt", g->build, li->number);
+    char **argv = xcalloc((size_t)objs.n + 12, sizeof *argv);
     int k = 0;
     argv[k++] = "sh";
     argv[k++] = script;
@@ -452,6 +454,10 @@ static int object_scan(grader *g, const lesson_info *li, char **out)
     if (is_file(libs[2])) {
         argv[k++] = "--baseline";
         argv[k++] = libs[2];
+    }
+    if (is_file(rules)) {
+        argv[k++] = "--rules";
+        argv[k++] = rules;
     }
     for (int i = 0; i < objs.n; ++i) argv[k++] = objs.v[i];
     argv[k] = NULL;
@@ -485,6 +491,7 @@ static int object_scan(grader *g, const lesson_info *li, char **out)
     free(argv);
     free(script);
     for (int i = 0; i < 3; ++i) free(libs[i]);
+    free(rules);
     strlist_free(&objs);
     return rc;
 }
