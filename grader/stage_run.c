@@ -1,0 +1,513 @@
+/* grader/stage_run.c — the run stage: each suite the rubric names on its
+ * own (a --filter per suite), one test at a time, with Criterion's JSON
+ * report, the speed log and a hard wall-clock limit; a suite killed at its
+ * limit costs only itself. Then, when the rubric gives the sanitizer check
+ * points, the test program under compute-sanitizer (tools/sanitize, its own
+ * limit).
+ */
+#define _XOPEN_SOURCE 700
+#include "stages.h"
+
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TEST_OUTPUT_KEEP (2u << 20) /* head and tail of a suite's output kept */
+
+/* ---- 4. running the suites --------------------------------------------------- */
+
+static void case_add(suite_run *sr, const char *test, cr_status st, const char *msg,
+                     const char *extra)
+{
+    sr->cases = xrealloc(sr->cases, (size_t)(sr->n + 1) * sizeof *sr->cases);
+    cr_case *c = &sr->cases[sr->n++];
+    c->test = xstrdup(test);
+    c->status = st;
+    c->message = xstrdup(msg ? msg : "");
+    c->extra = xstrdup(extra ? extra : "");
+}
+
+/* Strip "test_01_vector_add.c:151: " from a Criterion message. */
+static const char *strip_location(const char *m)
+{
+    const char *colon = strstr(m, ".c:");
+    if (colon == NULL || colon - m > 64) return m;
+    const char *p = colon + 3;
+    while (*p >= '0' && *p <= '9') ++p;
+    if (p[0] == ':' && p[1] == ' ') return p + 2;
+    return m;
+}
+
+static cr_status status_from_json(const char *s, const char *first_msg)
+{
+    if (strcmp(s, "PASSED") == 0) return CR_PASSED;
+    if (strcmp(s, "SKIPPED") == 0) return CR_SKIPPED;
+    if (first_msg && strstr(first_msg, "timed out")) return CR_TIMED_OUT;
+    if (strcmp(s, "ERRORED") == 0 || (first_msg && strstr(first_msg, "crashed"))) return CR_CRASHED;
+    return CR_FAILED;
+}
+
+/* Criterion's JSON report, in run order (it lists the last test first). */
+static int parse_report(const char *path, const char *suite, suite_run *sr)
+{
+    char *text = read_file(path, 64u << 20, NULL, NULL);
+    if (text == NULL) return -1;
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    if (root == NULL) return -1;
+    const cJSON *suites = cJSON_GetObjectItemCaseSensitive(root, "test_suites");
+    const cJSON *su;
+    cJSON_ArrayForEach(su, suites)
+    {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(su, "name");
+        if (!cJSON_IsString(name) || strcmp(name->valuestring, suite) != 0) continue;
+        const cJSON *tests = cJSON_GetObjectItemCaseSensitive(su, "tests");
+        int n = cJSON_GetArraySize(tests);
+        for (int i = n - 1; i >= 0; --i) {
+            const cJSON *t = cJSON_GetArrayItem(tests, i);
+            const cJSON *tn = cJSON_GetObjectItemCaseSensitive(t, "name");
+            const cJSON *st = cJSON_GetObjectItemCaseSensitive(t, "status");
+            const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(t, "messages");
+            sbuf m = {0};
+            const cJSON *it;
+            const char *first = NULL;
+            cJSON_ArrayForEach(it, msgs)
+            {
+                if (!cJSON_IsString(it) || it->valuestring[0] == '\0') continue;
+                if (!first) first = it->valuestring;
+                if (m.len) sbuf_add(&m, "\n");
+                sbuf_add(&m, strip_location(it->valuestring));
+            }
+            case_add(sr, cJSON_IsString(tn) ? tn->valuestring : "?",
+                     status_from_json(cJSON_IsString(st) ? st->valuestring : "", first),
+                     sbuf_str(&m), NULL);
+            sbuf_free(&m);
+        }
+    }
+    cJSON_Delete(root);
+    return 0;
+}
+
+/* The verbose output, in run order: what each case printed, and (when the
+ * JSON report is missing) its status and messages. */
+static void parse_log(const char *log, const char *suite, suite_run *out)
+{
+    char *copy = xstrdup(log);
+    char *save = NULL;
+    char *cur = NULL;
+    sbuf msg = {0}, extra = {0};
+    size_t sl = strlen(suite);
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        const char *name = NULL;
+        int tag = 0; /* 1 run, 2 pass, 3 fail, 4 skip */
+        if (starts_with(line, "[RUN ] ")) tag = 1;
+        else if (starts_with(line, "[PASS] ")) tag = 2;
+        else if (starts_with(line, "[FAIL] ")) tag = 3;
+        else if (starts_with(line, "[SKIP] ")) tag = 4;
+        if (tag) {
+            name = line + 7;
+            /* --filter still lists the other suites' tests, as disabled */
+            if (strncmp(name, suite, sl) != 0 || name[sl] != ':' || name[sl + 1] != ':') continue;
+            name += sl + 2;
+        }
+        if (tag == 1) {
+            free(cur);
+            cur = xstrdup(name);
+            msg.len = extra.len = 0;
+            if (msg.s) msg.s[0] = '\0';
+            if (extra.s) extra.s[0] = '\0';
+            continue;
+        }
+        if (tag >= 2) {
+            char *colon = strstr((char *)name, ": ");
+            char *rest = colon ? colon + 2 : (char *)"";
+            if (colon) *colon = '\0';
+            cr_status st = CR_PASSED;
+            if (tag == 3) st = strstr(rest, "CRASH") ? CR_CRASHED
+                             : strstr(rest, "Timed out") ? CR_TIMED_OUT : CR_FAILED;
+            if (tag == 4) {
+                st = CR_SKIPPED;
+                if (msg.len == 0) sbuf_add(&msg, rest);
+            }
+            case_add(out, name, st, sbuf_str(&msg), sbuf_str(&extra));
+            free(cur);
+            cur = NULL;
+            msg.len = extra.len = 0;
+            if (msg.s) msg.s[0] = '\0';
+            if (extra.s) extra.s[0] = '\0';
+            continue;
+        }
+        if (cur == NULL) continue;
+        if (starts_with(line, "[----]   ")) {
+            const char *m = line + 9;
+            if (*m) {
+                if (msg.len) sbuf_add(&msg, "\n");
+                sbuf_add(&msg, m);
+            }
+        } else if (starts_with(line, "[----] ") || starts_with(line, "[====] ")) {
+            continue;
+        } else if (strcmp(line, "[----]") != 0) {
+            if (extra.len < 4000) {
+                sbuf_add(&extra, line);
+                sbuf_add(&extra, "\n");
+            }
+        }
+    }
+    if (cur) /* the run ended inside this case: it was killed */
+        case_add(out, cur, CR_KILLED, "", sbuf_str(&extra));
+    free(cur);
+    sbuf_free(&msg);
+    sbuf_free(&extra);
+    free(copy);
+}
+
+static void speed_log_load(const char *path, speed_log *log)
+{
+    char *text = read_file(path, 4u << 20, NULL, NULL);
+    if (text == NULL) return;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        cJSON *o = cJSON_Parse(line);
+        if (o == NULL) continue;
+        const cJSON *su = cJSON_GetObjectItemCaseSensitive(o, "suite");
+        const cJSON *te = cJSON_GetObjectItemCaseSensitive(o, "test");
+        const cJSON *la = cJSON_GetObjectItemCaseSensitive(o, "label");
+        if (cJSON_IsString(su) && cJSON_IsString(te)) {
+            log->v = xrealloc(log->v, (size_t)(log->n + 1) * sizeof *log->v);
+            speed_rec *r = &log->v[log->n++];
+            memset(r, 0, sizeof *r);
+            r->suite = xstrdup(su->valuestring);
+            r->test = xstrdup(te->valuestring);
+            r->label = xstrdup(cJSON_IsString(la) ? la->valuestring : "");
+#define NUM(field)                                                                    \
+    do {                                                                              \
+        const cJSON *v_ = cJSON_GetObjectItemCaseSensitive(o, #field);                \
+        r->field = cJSON_IsNumber(v_) ? v_->valuedouble : 0.0;                        \
+    } while (0)
+            NUM(baseline_us);
+            NUM(candidate_us);
+            NUM(speedup);
+            NUM(min_speedup);
+            NUM(pct_of_ceiling);
+            NUM(min_pct);
+#undef NUM
+            r->passed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "passed"));
+        }
+        cJSON_Delete(o);
+    }
+    free(text);
+}
+
+static void speed_log_free(speed_log *log)
+{
+    for (int i = 0; i < log->n; ++i) {
+        free(log->v[i].suite);
+        free(log->v[i].test);
+        free(log->v[i].label);
+    }
+    free(log->v);
+    memset(log, 0, sizeof *log);
+}
+
+/* The last record of suite::test (of `lesson`, when given: lessons share
+ * suite and test names, e.g. speed::fused_vs_unfused). */
+const speed_rec *speed_find(const speed_log *log, const char *lesson, const char *suite,
+                            const char *test)
+{
+    const speed_rec *found = NULL;
+    for (int i = 0; i < log->n; ++i)
+        if ((!lesson || strcmp(log->v[i].lesson, lesson) == 0) &&
+            strcmp(log->v[i].suite, suite) == 0 && (!test || strcmp(log->v[i].test, test) == 0))
+            found = &log->v[i];
+    return found;
+}
+
+/* No report: keep what the output says about the cases that ended, and why. */
+static void suite_no_report(const proc_result *r, const suite_run *logged, suite_run *sr)
+{
+    for (int i = 0; i < logged->n; ++i)
+        case_add(sr, logged->cases[i].test, logged->cases[i].status, logged->cases[i].message,
+                 logged->cases[i].extra);
+    if (r->interrupted) {
+        sr->state = SR_KILLED;
+        sr->why = xstrdup("grading was interrupted");
+    } else if (r->timed_out) {
+        sr->state = SR_KILLED;
+        sr->why = xasprintf("the suite was killed after %.0f s, its time limit: a kernel "
+                            "or a loop that never ends?", r->elapsed_s);
+    } else {
+        sr->state = SR_NO_REPORT;
+        if (r->term_signal)
+            sr->why = xasprintf("the test program died of signal %d before it could report",
+                                r->term_signal);
+        else
+            sr->why = xasprintf("the test program wrote no report (exit status %d)",
+                                r->exit_code);
+        if (logged->n == 0 && r->output[0]) { /* it never got going: say what it printed */
+            char *t = trim_middle(r->output, 300, 300);
+            char *w = xasprintf("%s; it printed: %s", sr->why, t);
+            free(sr->why);
+            sr->why = w;
+            free(t);
+        }
+    }
+}
+
+void run_suite(grader *g, const char *binary, const char *suite, double timeout, suite_run *sr,
+               char **log_out)
+{
+    memset(sr, 0, sizeof *sr);
+    sr->suite = xstrdup(suite);
+    char *json = path_join(g->run_dir, "report.json");
+    char *speed = path_join(g->run_dir, "speed.jsonl");
+    unlink(json);
+    unlink(speed);
+    char *json_opt = xasprintf("--json=%s", json);
+    char *filter = xasprintf("%s/*", suite);
+    char *speed_env = xasprintf("FUSIONLAB_SPEED_LOG=%s", speed);
+    char tmo[32];
+    snprintf(tmo, sizeof tmo, "%g", g->test_timeout);
+    char *argv[12];
+    int k = 0;
+    argv[k++] = (char *)binary;
+    argv[k++] = "--jobs";
+    argv[k++] = "1";
+    argv[k++] = "--short-filename";
+    argv[k++] = "--verbose";
+    argv[k++] = json_opt;
+    argv[k++] = "--filter";
+    argv[k++] = filter;
+    if (g->test_timeout > 0) {
+        argv[k++] = "--timeout";
+        argv[k++] = tmo;
+    }
+    argv[k] = NULL;
+    const char *env_set[3] = {speed_env, NULL, NULL};
+    if (g->no_gpu) env_set[1] = "CUDA_VISIBLE_DEVICES=";
+    proc_opts o = {.timeout_s = timeout, .cwd = g->run_dir, .env_set = env_set,
+                   .head = TEST_OUTPUT_KEEP, .tail = TEST_OUTPUT_KEEP};
+    proc_result r;
+    proc_run(argv, &o, &r);
+    sr->elapsed = r.elapsed_s;
+
+    suite_run logged = {0};
+    parse_log(r.output, suite, &logged);
+    int have_report = !r.timed_out && !r.interrupted && parse_report(json, suite, sr) == 0;
+    if (have_report) {
+        sr->state = SR_OK;
+        if (logged.n == sr->n) /* same cases, same order: attach what each printed */
+            for (int i = 0; i < sr->n; ++i) {
+                free(sr->cases[i].extra);
+                sr->cases[i].extra = logged.cases[i].extra;
+                logged.cases[i].extra = NULL;
+            }
+    } else {
+        suite_no_report(&r, &logged, sr);
+    }
+    for (int i = 0; i < logged.n; ++i) {
+        free(logged.cases[i].test);
+        free(logged.cases[i].message);
+        free(logged.cases[i].extra);
+    }
+    free(logged.cases);
+    speed_log_load(speed, &sr->speed);
+    if (log_out) *log_out = xstrdup(r.output);
+    proc_result_free(&r);
+    free(json);
+    free(speed);
+    free(json_opt);
+    free(filter);
+    free(speed_env);
+}
+
+void suite_run_free(suite_run *sr)
+{
+    for (int i = 0; i < sr->n; ++i) {
+        free(sr->cases[i].test);
+        free(sr->cases[i].message);
+        free(sr->cases[i].extra);
+    }
+    free(sr->cases);
+    free(sr->suite);
+    free(sr->why);
+    speed_log_free(&sr->speed);
+}
+
+/* Each suite in the rubric's order, each once, within the lesson's budget. */
+suite_run *run_suites(grader *g, submission *s, lesson_result *lr, const char *binary,
+                      const strlist *suites, const char *progress)
+{
+    double t_start = now_s();
+    suite_run *runs = xcalloc((size_t)(suites->n + 1), sizeof *runs);
+    sbuf alllog = {0};
+    for (int i = 0; i < suites->n; ++i) {
+        double left = g->lesson_timeout - (now_s() - t_start);
+        if (proc_interrupted() || left < 5.0) {
+            runs[i].suite = xstrdup(suites->v[i]);
+            runs[i].state = SR_NOT_RUN;
+            runs[i].why = xstrdup(proc_interrupted()
+                                      ? "grading was interrupted"
+                                      : "the lesson's time budget was used up by the suites before");
+            continue;
+        }
+        double limit = g->suite_timeout < left ? g->suite_timeout : left;
+        fprintf(stderr, "%s: running %s (limit %.0f s)\n", progress, suites->v[i], limit);
+        char *log = NULL;
+        run_suite(g, binary, suites->v[i], limit, &runs[i], &log);
+        sbuf_addf(&alllog, "==== suite %s: %.1f s%s%s\n", suites->v[i], runs[i].elapsed,
+                  runs[i].why ? " -- " : "", runs[i].why ? runs[i].why : "");
+        if (runs[i].state == SR_KILLED || runs[i].state == SR_NO_REPORT) {
+            lr->n_killed++;
+            strlist_addf(&lr->notes, "suite %s: %s", suites->v[i], runs[i].why);
+        }
+        char *t = trim_middle(log, 48 * 1024, 48 * 1024);
+        sbuf_add(&alllog, t);
+        sbuf_add(&alllog, "\n");
+        free(t);
+        free(log);
+    }
+    lr->run_s = now_s() - t_start;
+    char *runlog = xasprintf("%s-tests.log", lr->li->number);
+    write_log(g, s, runlog, sbuf_str(&alllog));
+    free(runlog);
+    sbuf_free(&alllog);
+    return runs;
+}
+
+/* ---- 4b. the sanitizer ---------------------------------------------------------- */
+
+static const char *const kSanitizerTools[] = {"memcheck", "racecheck", "initcheck", "synccheck"};
+
+/* The log NN-sanitizer.log: the report, then each tool's own output. */
+static void sanitizer_log(grader *g, submission *s, const lesson_info *li, const proc_result *r,
+                          const char *outdir)
+{
+    sbuf log = {0};
+    sbuf_addf(&log, "==== tools/sanitize: exit %d, %.1f s%s\n%s\n", r->exit_code, r->elapsed_s,
+              r->timed_out ? " (stopped at the limit)" : "", r->output);
+    for (size_t i = 0; i < sizeof kSanitizerTools / sizeof kSanitizerTools[0]; ++i) {
+        char *name = xasprintf("%s/%s.log", outdir, kSanitizerTools[i]);
+        char *text = read_file(name, 16u << 20, NULL, NULL);
+        if (text) {
+            char *t = trim_middle(text, 48 * 1024, 48 * 1024);
+            sbuf_addf(&log, "==== %s\n%s\n", kSanitizerTools[i], t);
+            free(t);
+        }
+        free(text);
+        free(name);
+    }
+    char *logname = xasprintf("%s-sanitizer.log", li->number);
+    write_log(g, s, logname, sbuf_str(&log));
+    sbuf_free(&log);
+}
+
+/* The check's verdict from tools/sanitize's exit status and its report. */
+static void sanitizer_verdict(const grader *g, lesson_result *lr, const proc_result *r,
+                              const char *report, sanitizer_run *sr)
+{
+    const lesson_info *li = lr->li;
+    memset(sr, 0, sizeof *sr);
+    if (r->interrupted) {
+        sr->status = ST_NOT_RUN;
+        sr->output = xstrdup("not run: grading was interrupted");
+    } else if (r->timed_out) {
+        sr->status = ST_FAILED;
+        sr->output = xasprintf("the sanitizer stage ran past its %.0f s limit and was stopped: a "
+                               "kernel that never ends?\n%s", g->sanitizer_timeout, report);
+    } else if (r->exit_code == 0 && r->term_signal == 0) {
+        sr->status = ST_PASSED;
+        sr->output = xasprintf("compute-sanitizer finds no error (memcheck, racecheck, initcheck, "
+                               "synccheck; the small cases)\n%s", report);
+    } else if (r->exit_code == 1) {
+        sr->status = ST_FAILED;
+        sr->output = xasprintf("compute-sanitizer found errors in your kernels (0 points; the "
+                               "full output is in %s-sanitizer.log):\n%s", li->number, report);
+    } else if (r->exit_code == 77) {
+        sr->status = ST_NOT_RUN;
+        sr->output = xstrdup("not run: no CUDA device");
+    } else if (strstr(r->output, "compute-sanitizer not found")) {
+        sr->status = ST_NOT_RUN;
+        sr->output = xstrdup("not run: compute-sanitizer not found on the grading machine (it "
+                             "comes with the CUDA toolkit): 0 points until it is graded where "
+                             "it is installed");
+        strlist_add(&lr->notes, "the sanitizer check was not run: compute-sanitizer not found");
+    } else {
+        sr->status = ST_NOT_RUN;
+        sr->output = xasprintf("not run: the sanitizer could not run (exit %d%s):\n%s",
+                               r->exit_code, r->term_signal ? ", killed by a signal" : "", report);
+        strlist_add(&lr->notes, "the sanitizer check was not run: tools/sanitize could not run "
+                                "(see its log)");
+    }
+}
+
+/* tools/sanitize (all four tools, the small cases of every suite but speed,
+ * baseline and counters) on the student's test program, within the
+ * grader's sanitizer limit; its report becomes the check's output, the
+ * sanitizer's own output the log NN-sanitizer.log. */
+static void sanitize(grader *g, submission *s, lesson_result *lr, const char *binary,
+                     const char *progress, sanitizer_run *sr)
+{
+    const lesson_info *li = lr->li;
+    char *script = path_join(g->course, "tools/sanitize");
+    char *outdir = path_join(g->run_dir, "sanitize");
+    rm_rf(outdir);
+    char per_tool[32];
+    double each = g->sanitizer_timeout / 4.0;
+    snprintf(per_tool, sizeof per_tool, "%ld", each < 1.0 ? 1L : (long)each);
+    /* only errors in the student's files count (not the baseline's, cuBLAS's) */
+    sbuf files = {0};
+    for (int i = 0; i < li->exercise.n; ++i)
+        sbuf_addf(&files, "%s%s", i ? " " : "", li->exercise.v[i]);
+    char *argv[] = {"sh", script, "--tool", "all", "--timeout", per_tool, "--out", outdir,
+                    "--files", (char *)sbuf_str(&files), (char *)binary, NULL};
+    const char *env_set[2] = {NULL, NULL};
+    if (g->no_gpu) env_set[0] = "CUDA_VISIBLE_DEVICES=";
+    /* tools/sanitize bounds each tool itself; this is the backstop */
+    proc_opts o = {.timeout_s = g->sanitizer_timeout + 60, .cwd = g->run_dir, .env_set = env_set,
+                   .head = 1 << 20, .tail = 1 << 20};
+    fprintf(stderr, "%s: compute-sanitizer (limit %.0f s)\n", progress, g->sanitizer_timeout);
+    proc_result r;
+    proc_run(argv, &o, &r);
+
+    sanitizer_log(g, s, li, &r, outdir);
+
+    /* the report without its pointer to the raw logs (they are in logs/) */
+    sbuf rep = {0};
+    char *copy = xstrdup(r.output);
+    char *save = NULL;
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        if (!starts_with(line, "(the sanitizer's own output")) sbuf_addf(&rep, "%s\n", line);
+    free(copy);
+    char *report = trim_middle(sbuf_str(&rep), 1800, 600);
+    sbuf_free(&rep);
+
+    sanitizer_verdict(g, lr, &r, report, sr);
+    free(report);
+    proc_result_free(&r);
+    free(script);
+    free(outdir);
+    sbuf_free(&files);
+}
+
+void run_sanitizer(grader *g, submission *s, lesson_result *lr, const char *binary,
+                   const suite_run *runs, int n_runs, const char *progress, sanitizer_run *san)
+{
+    const rubric_lesson *rl = lr->rl;
+    int timed_out = 0;
+    for (int i = 0; i < n_runs; ++i) {
+        timed_out |= runs[i].state == SR_KILLED;
+        for (int c = 0; c < runs[i].n; ++c) timed_out |= runs[i].cases[c].status == CR_TIMED_OUT;
+    }
+    for (int i = 0; i < rl->n && san->output == NULL; ++i)
+        if (rl->checks[i].kind == KIND_SANITIZER && rl->checks[i].points > 0) {
+            if (proc_interrupted()) san->output = xstrdup("not run: grading was interrupted");
+            else if (timed_out)
+                /* a program that had to be killed would spend the sanitizer's
+                 * whole limit too: 0 points, and the time saved */
+                san->output = xstrdup("not run: a test of this lesson ran past its time limit "
+                                      "(a kernel that never ends?); the sanitizer would hang too");
+            else sanitize(g, s, lr, binary, progress, san);
+        }
+}

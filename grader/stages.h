@@ -1,0 +1,85 @@
+/* grader/stages.h — internal to the grader: the stages of grading one lesson
+ * (lesson.c calls them in turn) and the types more than one of them needs.
+ *
+ *   stage_build.c  the student's files into the scratch tree, the build
+ *   stage_scan.c   the student's objects: symbols of the harness, the object scan
+ *   stage_run.c    the suites (Criterion's report, the speed log), the sanitizer
+ *   stage_score.c  every check of the rubric scored from the reports
+ *
+ * A stage that stops the lesson returns its state (L_GRADED: go on) and
+ * sets *summary, *detail and *why (each may stay NULL; why NULL: every
+ * check says the summary), all for lesson.c's one failure path.
+ */
+#ifndef FUSIONLAB_GRADER_STAGES_H
+#define FUSIONLAB_GRADER_STAGES_H
+
+#include "grade.h"
+#include "proc.h"
+
+typedef enum { CR_PASSED, CR_FAILED, CR_CRASHED, CR_TIMED_OUT, CR_SKIPPED, CR_KILLED } cr_status;
+
+typedef struct {
+    char *test;
+    cr_status status;
+    char *message;  /* Criterion's messages, one per line */
+    char *extra;    /* what the test printed (speed lines, CUDA errors) */
+} cr_case;
+
+typedef enum { SR_OK, SR_NOT_RUN, SR_KILLED, SR_NO_REPORT } suite_state;
+
+typedef struct {
+    char *suite;
+    suite_state state;
+    char *why;
+    double elapsed;
+    cr_case *cases;
+    int n;
+    speed_log speed;
+} suite_run;
+
+typedef struct {
+    check_status status;
+    char *output;
+} sanitizer_run;
+
+/* lesson.c */
+/* logs/NAME of the submission's output, scrubbed and trimmed */
+void write_log(grader *g, submission *s, const char *name, const char *text);
+
+/* stage_build.c: place the files, clean the student's objects, build the
+ * test program (its log: NN-build.log). L_GRADED, L_SETUP_FAILED or
+ * L_BUILD_FAILED. */
+lesson_state build_lesson(grader *g, submission *s, lesson_result *lr, const char *progress,
+                          char **summary, char **detail, char **why);
+
+/* stage_scan.c: symbols of the harness, then the object scan (a note when
+ * it cannot tell). L_GRADED, L_LINK_REFUSED or L_FLAGGED. */
+lesson_state scan_lesson(grader *g, lesson_result *lr, char **summary, char **detail, char **why);
+
+/* stage_run.c */
+/* One suite of a test program, with its own wall-clock limit; *log_out (when
+ * not NULL): what it printed. */
+void run_suite(grader *g, const char *binary, const char *suite, double timeout, suite_run *sr,
+               char **log_out);
+void suite_run_free(suite_run *sr);
+/* Each of `suites` in turn within the lesson's time budget (its log:
+ * NN-tests.log); an array of suites->n runs, to free with suite_run_free. */
+suite_run *run_suites(grader *g, submission *s, lesson_result *lr, const char *binary,
+                      const strlist *suites, const char *progress);
+/* The sanitizer stage: compute-sanitizer on the test program, once, when a
+ * sanitizer check of the rubric is worth points (not after a suite ran
+ * past its limit); otherwise san is left as it is. */
+void run_sanitizer(grader *g, submission *s, lesson_result *lr, const char *binary,
+                   const suite_run *runs, int n_runs, const char *progress, sanitizer_run *san);
+/* The last record of suite::test (of `lesson`, when given: lessons share
+ * suite and test names, e.g. speed::fused_vs_unfused). */
+const speed_rec *speed_find(const speed_log *log, const char *lesson, const char *suite,
+                            const char *test);
+
+/* stage_score.c: every check of the lesson from the runs of `suites` (in
+ * that order) and the sanitizer's verdict; the lesson's score, state
+ * (L_GRADED) and summary. */
+void score_lesson(const grader *g, lesson_result *lr, const strlist *suites,
+                  const suite_run *runs, const sanitizer_run *san);
+
+#endif /* FUSIONLAB_GRADER_STAGES_H */
