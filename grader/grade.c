@@ -12,6 +12,7 @@
  * times are the reference of the speed curve, on this GPU, in this run.
  */
 #define _XOPEN_SOURCE 700
+#include "batch.h"
 #include "grade.h"
 #include "proc.h"
 
@@ -51,43 +52,14 @@ static void usage(FILE *f)
             "                    suite's own)\n"
             "  --work DIR        scratch folder (default: OUT/.work; kept between runs)\n"
             "\n"
-            "Writes OUT/<submission>/results.json (Gradescope), report.md and logs/, and\n"
-            "OUT/roster.csv and OUT/junit.xml for the batch. FUSIONLAB_GRADE_SEED, when set,\n"
-            "is passed to the tests (it changes their inputs) and never written out.\n");
-}
-
-static char *make_id(const char *path, submission *subs, int n)
-{
-    char *base = xstrdup(path);
-    size_t len = strlen(base);
-    while (len > 1 && base[len - 1] == '/') base[--len] = '\0';
-    const char *b = path_base(base);
-    char *id = xstrdup(b);
-    static const char *const exts[] = {".tar.gz", ".tgz", ".tar", ".zip"};
-    for (size_t i = 0; i < 4; ++i)
-        if (ends_with(id, exts[i]) && strlen(id) > strlen(exts[i])) {
-            id[strlen(id) - strlen(exts[i])] = '\0';
-            break;
-        }
-    for (char *p = id; *p; ++p)
-        if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_' && *p != '.') *p = '_';
-    if (id[0] == '\0' || id[0] == '.') {
-        char *t = xasprintf("_%s", id);
-        free(id);
-        id = t;
-    }
-    char *unique = xstrdup(id);
-    for (int k = 2;; ++k) {
-        int clash = 0;
-        for (int i = 0; i < n; ++i)
-            if (subs[i].id && strcmp(subs[i].id, unique) == 0) clash = 1;
-        if (!clash) break;
-        free(unique);
-        unique = xasprintf("%s-%d", id, k);
-    }
-    free(id);
-    free(base);
-    return unique;
+            "Writes OUT/submissions/<id>/results.json (Gradescope), report.md and logs/, where\n"
+            "<id> is the submission's name cut to [A-Za-z0-9._-] (its path as given is in\n"
+            "results.json, report.md and roster.csv), and OUT/roster.csv and OUT/junit.xml once\n"
+            "every submission is graded (NAME.partial until then; OUT/BATCH_IN_PROGRESS while it\n"
+            "runs). One batch at a time per OUT and per WORK (OUT/.lock, WORK/.lock); an OUT or\n"
+            "WORK that is, holds or lies in a submission, or holds the course, is refused.\n"
+            "FUSIONLAB_GRADE_SEED, when set, is passed to the tests (it changes their inputs)\n"
+            "and never written out.\n");
 }
 
 static int parse_lessons(grader *g, const char *list)
@@ -260,31 +232,7 @@ static int setup(grader *g)
 static int config_fail(const char *out, const strlist *paths, char *why)
 {
     fprintf(stderr, "fusionlab_grade: %s\n", why);
-    if (mkdir_p(out) == 0) {
-        submission *ids = xcalloc((size_t)paths->n, sizeof *ids);
-        for (int i = 0; i < paths->n; ++i) {
-            ids[i].id = make_id(paths->v[i], ids, i);
-            char *dir = path_join(out, ids[i].id);
-            mkdir_p(dir);
-            cJSON *r = cJSON_CreateObject();
-            char *msg = xasprintf("not graded: the grader could not start: %s", why);
-            utf8_sanitize(msg);
-            cJSON_AddNumberToObject(r, "score", 0);
-            cJSON_AddStringToObject(r, "output", msg);
-            cJSON_AddStringToObject(r, "visibility", "visible");
-            cJSON_AddItemToObject(r, "tests", cJSON_CreateArray());
-            char *text = cJSON_Print(r);
-            char *path = path_join(dir, "results.json");
-            if (text) write_file_atomic(path, text, strlen(text));
-            cJSON_free(text);
-            cJSON_Delete(r);
-            free(path);
-            free(msg);
-            free(dir);
-        }
-        for (int i = 0; i < paths->n; ++i) free(ids[i].id);
-        free(ids);
-    }
+    batch_not_graded(out, paths, why);
     free(why);
     return 2;
 }
@@ -402,6 +350,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (batch_check_paths(course, out, work, &paths) != 0) return 2;
 
     g.course = abs_path(course);
     if (g.course == NULL || !is_dir(g.course)) {
@@ -455,6 +404,7 @@ int main(int argc, char **argv)
     if (g.work == NULL) {
         return config_fail(out, &paths, xstrdup("cannot create the scratch folder"));
     }
+    if (batch_begin(g.out, g.work) != 0) return 2;
     g.student_root = path_join(g.work, "student");
     g.build = path_join(g.work, "build");
     g.run_dir = path_join(g.work, "run");
@@ -464,8 +414,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < paths.n; ++i) {
         submission *s = &subs[i];
         s->path = xstrdup(paths.v[i]);
-        s->id = make_id(paths.v[i], subs, i);
-        s->outdir = path_join(g.out, s->id);
+        s->id = batch_make_id(paths.v[i], subs, i);
+        s->outdir = batch_submission_dir(g.out, s->id);
         rm_rf(s->outdir);
         mkdir_p(s->outdir);
         intake_load(s->path, &g.man, g.rub.max_file_bytes, &s->in);
@@ -531,6 +481,7 @@ int main(int argc, char **argv)
     }
     write_roster_csv(&g, subs, paths.n);
     write_junit_xml(&g, subs, paths.n);
+    batch_end(g.out, !proc_interrupted());
 
     fprintf(stderr, "\n%-24s %10s %10s  %s\n", "submission", "score", "max", "status");
     for (int i = 0; i < paths.n; ++i) {
@@ -539,7 +490,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%-24s %10.2f %10.2f  %s\n", s->id, s->score, s->max, st);
         free(st);
     }
-    fprintf(stderr, "\nresults: %s/<submission>/results.json, report.md; %s/roster.csv, "
+    fprintf(stderr, "\nresults: %s/" BATCH_SUBMISSIONS "/<id>/results.json, report.md; %s/roster.csv, "
             "junit.xml (%.0f s)\n", g.out, g.out, now_s() - g.t0);
     if (!g.gpu)
         fprintf(stderr, "no GPU was used: the GPU checks say \"not run: no CUDA device\"\n");

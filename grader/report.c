@@ -1,16 +1,22 @@
 /* grader/report.c — what the grader writes.
  *
- *   <out>/<submission>/results.json   Gradescope's format: score, tests[]
- *                                     (name, number, score, max_score, status,
- *                                     output, visibility)
- *   <out>/<submission>/report.md      the same, short, for a person
- *   <out>/roster.csv                  one row per submission: per lesson, total
- *   <out>/junit.xml                   one testcase per check, for CI dashboards
+ *   OUT/submissions/<id>/results.json  Gradescope's format: score, tests[]
+ *                                      (name, number, score, max_score, status,
+ *                                      output, visibility); extra_data holds
+ *                                      the rest (submission_path: as given)
+ *   OUT/submissions/<id>/report.md     the same, short, for a person
+ *   OUT/roster.csv                     one row per submission: per lesson, total
+ *   OUT/junit.xml                      one testcase per check, for CI dashboards
  *
- * Every text that came from a build or a test goes through scrub(): no
- * scratch paths, no grading seed, valid UTF-8.
+ * (batch.h: roster.csv and junit.xml are NAME.partial until every submission
+ * is graded.) Every text that came from a build or a test goes through
+ * scrub(): no scratch paths, no grading seed, valid UTF-8 without the
+ * characters XML 1.0 forbids. Then each file escapes it its own way (util.h):
+ * XML references, RFC 4180 quoting without formulas, Markdown escapes and
+ * fences longer than any backtick run.
  */
 #define _XOPEN_SOURCE 700
+#include "batch.h"
 #include "grade.h"
 
 #include <cJSON.h>
@@ -138,6 +144,10 @@ void write_results_json(const grader *g, const submission *s)
     cJSON_AddItemToObject(root, "tests", tests);
     cJSON *extra = cJSON_CreateObject();
     cJSON_AddStringToObject(extra, "submission", s->id);
+    char *given = xstrdup(s->path ? s->path : "");
+    utf8_sanitize(given);
+    cJSON_AddStringToObject(extra, "submission_path", given);
+    free(given);
     cJSON_AddNumberToObject(extra, "max_score", round2(s->max));
     cJSON_AddBoolToObject(extra, "complete", s->done);
     cJSON_AddBoolToObject(extra, "gpu_checks_run", g->gpu);
@@ -150,6 +160,7 @@ void write_results_json(const grader *g, const submission *s)
 
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
+    if (text) utf8_sanitize(text); /* a name that came in unchecked: JSON stays valid */
     char *path = path_join(s->outdir, "results.json");
     if (text == NULL || write_file_atomic(path, text, strlen(text)) != 0)
         fprintf(stderr, "fusionlab_grade: cannot write %s\n", path);
@@ -157,105 +168,129 @@ void write_results_json(const grader *g, const submission *s)
     cJSON_free(text);
 }
 
-/* Markdown table cells: no pipes, no newlines. */
-static char *md_cell(const char *s)
+/* Markdown: text from tests, builds and submissions, scrubbed, then escaped
+ * inline (one line) or fenced as it is. */
+static void md_text(sbuf *b, const grader *g, const char *text)
 {
-    char *a = str_replace_all(s, "|", "\\|");
-    char *b = str_replace_all(a, "\n", " ");
-    free(a);
-    return b;
+    char *clean = scrub(g, text);
+    md_escape(b, clean);
+    free(clean);
+}
+
+static void md_code(sbuf *b, const grader *g, const char *text, size_t head, size_t tail)
+{
+    char *clean = scrub(g, text);
+    char *t = trim_middle(clean, head, tail);
+    md_code_block(b, t);
+    free(t);
+    free(clean);
 }
 
 void write_report_md(const grader *g, const submission *s)
 {
     sbuf b = {0};
     char *when = utc_timestamp();
-    sbuf_addf(&b, "# fusion-lab grade: %s\n\n", s->id);
-    sbuf_addf(&b, "**%.2f / %.2f**%s  \n", round2(s->score), round2(s->max),
+    sbuf_add(&b, "# fusion-lab grade: ");
+    md_escape(&b, s->id);
+    sbuf_addf(&b, "\n\n**%.2f / %.2f**%s  \n", round2(s->score), round2(s->max),
               s->done ? "" : " (grading did not finish)");
-    sbuf_addf(&b, "Graded %s on %s.", when,
-              g->gpu ? g->gpu_name : "a machine without a GPU (GPU checks not run)");
+    sbuf_add(&b, "Submitted as ");
+    md_escape(&b, s->path ? s->path : "");
+    sbuf_addf(&b, "  \nGraded %s on ", when);
+    if (g->gpu) md_escape(&b, g->gpu_name);
+    else sbuf_add(&b, "a machine without a GPU (GPU checks not run)");
+    sbuf_add(&b, ".");
     if (g->gpu) sbuf_add(&b, " Speed is scored against the worked solution timed on the same GPU "
                              "in the same run.");
     sbuf_add(&b, "\n\n");
     free(when);
-    if (s->in.refused) sbuf_addf(&b, "**Submission refused:** %s\n\n", s->in.refusal);
-    for (int i = 0; i < s->in.unsafe.n && i < 20; ++i)
-        sbuf_addf(&b, "- unsafe entry: `%s`\n", s->in.unsafe.v[i]);
+    if (s->in.refused) {
+        sbuf_add(&b, "**Submission refused:** ");
+        md_text(&b, g, s->in.refusal);
+        sbuf_add(&b, "\n\n");
+    }
+    for (int i = 0; i < s->in.unsafe.n && i < 20; ++i) {
+        sbuf_add(&b, "- unsafe entry: ");
+        md_text(&b, g, s->in.unsafe.v[i]);
+        sbuf_add(&b, "\n");
+    }
     if (s->in.unsafe.n) sbuf_add(&b, "\n");
 
     sbuf_add(&b, "| lesson | score | result |\n|---|---:|---|\n");
     for (int i = 0; i < s->n_lessons; ++i) {
         const lesson_result *lr = &s->lessons[i];
-        char *sum = md_cell(lr->summary ? lr->summary : lesson_state_name(lr->state));
-        sbuf_addf(&b, "| %s | %.2f / %.2f | %s |\n", lr->li->name, round2(lr->score),
-                  round2(lr->max), sum);
-        free(sum);
+        sbuf_add(&b, "| ");
+        md_escape(&b, lr->li->name);
+        sbuf_addf(&b, " | %.2f / %.2f | ", round2(lr->score), round2(lr->max));
+        md_text(&b, g, lr->summary ? lr->summary : lesson_state_name(lr->state));
+        sbuf_add(&b, " |\n");
     }
     sbuf_add(&b, "\n");
     for (int i = 0; i < s->n_lessons; ++i) {
         const lesson_result *lr = &s->lessons[i];
-        sbuf_addf(&b, "## %s: %.2f / %.2f\n\n", lr->li->name, round2(lr->score), round2(lr->max));
-        for (int k = 0; k < lr->notes.n; ++k) sbuf_addf(&b, "- %s\n", lr->notes.v[k]);
+        sbuf_add(&b, "## ");
+        md_escape(&b, lr->li->name);
+        sbuf_addf(&b, ": %.2f / %.2f\n\n", round2(lr->score), round2(lr->max));
+        for (int k = 0; k < lr->notes.n; ++k) {
+            sbuf_add(&b, "- ");
+            md_text(&b, g, lr->notes.v[k]);
+            sbuf_add(&b, "\n");
+        }
         if (lr->notes.n) sbuf_add(&b, "\n");
         if (lr->detail) {
-            char *t = trim_middle(lr->detail, 3000, 1000);
-            sbuf_addf(&b, "```\n%s%s```\n\n", t, ends_with(t, "\n") ? "" : "\n");
-            free(t);
+            md_code(&b, g, lr->detail, 3000, 1000);
+            sbuf_add(&b, "\n");
         }
         if (lr->state != L_GRADED) {
-            sbuf_addf(&b, "%s\n\n", lr->summary ? lr->summary : lesson_state_name(lr->state));
+            sbuf_add(&b, "Result: ");
+            md_text(&b, g, lr->summary ? lr->summary : lesson_state_name(lr->state));
+            sbuf_add(&b, "\n\n");
             continue;
         }
         sbuf_add(&b, "| check | kind | score | result |\n|---|---|---:|---|\n");
         for (int j = 0; j < lr->n_checks; ++j) {
             const check_result *c = &lr->checks[j];
-            char *name = md_cell(c->rc->name);
             char *first = xstrdup(c->output ? c->output : "");
             char *nl = strchr(first, '\n');
             if (nl) *nl = '\0';
             size_t fl = strlen(first);
             if (fl > 0 && first[fl - 1] == ':') first[fl - 1] = '\0'; /* details follow below */
-            char *res = md_cell(first);
-            sbuf_addf(&b, "| %s %s | %s | %.2f / %.2f | %s |\n", c->rc->id, name,
-                      check_kind_name(c->rc->kind), round2(c->score), round2(c->max), res);
-            free(name);
+            sbuf_add(&b, "| ");
+            md_escape(&b, c->rc->id);
+            sbuf_add(&b, " ");
+            md_escape(&b, c->rc->name);
+            sbuf_addf(&b, " | %s | %.2f / %.2f | ", check_kind_name(c->rc->kind), round2(c->score),
+                      round2(c->max));
+            md_text(&b, g, first);
+            sbuf_add(&b, " |\n");
             free(first);
-            free(res);
         }
         sbuf_add(&b, "\n");
         for (int j = 0; j < lr->n_checks; ++j) {
             const check_result *c = &lr->checks[j];
             if (c->status == ST_PASSED || c->status == ST_NOT_RUN || !c->output) continue;
-            char *t = trim_middle(c->output, 1500, 300);
-            sbuf_addf(&b, "**%s** (%s)\n```\n%s%s```\n\n", c->rc->id, c->rc->name, t,
-                      ends_with(t, "\n") ? "" : "\n");
-            free(t);
+            sbuf_add(&b, "**");
+            md_escape(&b, c->rc->id);
+            sbuf_add(&b, "** (");
+            md_escape(&b, c->rc->name);
+            sbuf_add(&b, ")\n");
+            md_code(&b, g, c->output, 1500, 300);
+            sbuf_add(&b, "\n");
         }
     }
-    char *ignored = intake_text(g, s);
-    if (s->in.ignored.n || s->in.notes.n) sbuf_addf(&b, "## Submission\n\n```\n%s```\n", ignored);
-    free(ignored);
-    char *text = scrub(g, sbuf_str(&b));
-    sbuf_free(&b);
+    if (s->in.ignored.n || s->in.notes.n) {
+        char *sub = intake_text(g, s);
+        sbuf_add(&b, "## Submission\n\n");
+        md_code_block(&b, sub);
+        free(sub);
+    }
+    char *text = sbuf_take(&b);
+    utf8_sanitize(text);
     char *path = path_join(s->outdir, "report.md");
-    write_file_atomic(path, text, strlen(text));
+    if (write_file_atomic(path, text, strlen(text)) != 0)
+        fprintf(stderr, "fusionlab_grade: cannot write %s\n", path);
     free(path);
     free(text);
-}
-
-static void csv_field(sbuf *b, const char *s)
-{
-    if (strpbrk(s, ",\"\n\r") == NULL) {
-        sbuf_add(b, s);
-        return;
-    }
-    sbuf_add(b, "\"");
-    for (const char *p = s; *p; ++p) {
-        if (*p == '"') sbuf_add(b, "\"\"");
-        else sbuf_addn(b, p, 1);
-    }
-    sbuf_add(b, "\"");
 }
 
 char *submission_status(const submission *s)
@@ -275,6 +310,14 @@ char *submission_status(const submission *s)
     return sbuf_take(&st);
 }
 
+/* 1 when every submission of the batch was graded to its end */
+static int batch_done(const submission *subs, int n)
+{
+    for (int i = 0; i < n; ++i)
+        if (!subs[i].done) return 0;
+    return 1;
+}
+
 void write_roster_csv(const grader *g, submission *subs, int n)
 {
     sbuf b = {0};
@@ -284,7 +327,7 @@ void write_roster_csv(const grader *g, submission *subs, int n)
         sbuf_add(&b, ",");
         csv_field(&b, li ? li->name : g->lessons.v[i]);
     }
-    sbuf_add(&b, ",total,max,percent,status\n");
+    sbuf_add(&b, ",total,max,percent,status,submission_path\n");
     for (int k = 0; k < n; ++k) {
         submission *s = &subs[k];
         csv_field(&b, s->id);
@@ -292,30 +335,16 @@ void write_roster_csv(const grader *g, submission *subs, int n)
         char *status = submission_status(s);
         sbuf_addf(&b, ",%.2f,%.2f,%.1f,", round2(s->score), round2(s->max),
                   s->max > 0 ? 100.0 * s->score / s->max : 0.0);
-        csv_field(&b, status);
+        char *clean = scrub(g, status);
+        csv_field(&b, clean);
+        sbuf_add(&b, ",");
+        csv_field(&b, s->path ? s->path : ""); /* as given: not scrubbed */
         sbuf_add(&b, "\n");
+        free(clean);
         free(status);
     }
-    char *text = scrub(g, sbuf_str(&b));
+    batch_write_file(g->out, "roster.csv", b.s ? b.s : "", b.len, batch_done(subs, n));
     sbuf_free(&b);
-    char *path = path_join(g->out, "roster.csv");
-    write_file_atomic(path, text, strlen(text));
-    free(path);
-    free(text);
-}
-
-static void xml_text(sbuf *b, const char *s)
-{
-    for (const char *p = s; *p; ++p) {
-        switch (*p) {
-        case '&': sbuf_add(b, "&amp;"); break;
-        case '<': sbuf_add(b, "&lt;"); break;
-        case '>': sbuf_add(b, "&gt;"); break;
-        case '"': sbuf_add(b, "&quot;"); break;
-        case '\'': sbuf_add(b, "&apos;"); break;
-        default: sbuf_addn(b, p, 1);
-        }
-    }
 }
 
 void write_junit_xml(const grader *g, submission *subs, int n)
@@ -333,12 +362,12 @@ void write_junit_xml(const grader *g, submission *subs, int n)
                 const check_result *c = &lr->checks[j];
                 ++st;
                 sbuf_add(&cases, "    <testcase classname=\"");
-                xml_text(&cases, s->id);
+                xml_escape(&cases, s->id, 1);
                 sbuf_add(&cases, ".");
-                xml_text(&cases, lr->li->name);
+                xml_escape(&cases, lr->li->name, 1);
                 sbuf_add(&cases, "\" name=\"");
                 char *title = xasprintf("%s: %s", c->rc->id, c->rc->name);
-                xml_text(&cases, title);
+                xml_escape(&cases, title, 1);
                 free(title);
                 sbuf_addf(&cases, "\" time=\"0\">\n      <properties><property name=\"score\" "
                           "value=\"%.2f\"/><property name=\"max_score\" value=\"%.2f\"/>"
@@ -350,18 +379,18 @@ void write_junit_xml(const grader *g, submission *subs, int n)
                 if (c->status == ST_NOT_RUN) {
                     ++ss;
                     sbuf_add(&cases, "      <skipped message=\"");
-                    xml_text(&cases, first);
+                    xml_escape(&cases, first, 1);
                     sbuf_add(&cases, "\"/>\n");
                 } else if (c->status != ST_PASSED) {
                     ++sf;
                     sbuf_add(&cases, "      <failure message=\"");
-                    xml_text(&cases, first);
+                    xml_escape(&cases, first, 1);
                     sbuf_add(&cases, "\">");
-                    xml_text(&cases, out);
+                    xml_escape(&cases, out, 0);
                     sbuf_add(&cases, "</failure>\n");
                 } else {
                     sbuf_add(&cases, "      <system-out>");
-                    xml_text(&cases, out);
+                    xml_escape(&cases, out, 0);
                     sbuf_add(&cases, "</system-out>\n");
                 }
                 sbuf_add(&cases, "    </testcase>\n");
@@ -370,9 +399,12 @@ void write_junit_xml(const grader *g, submission *subs, int n)
             }
         }
         sbuf_add(&body, "  <testsuite name=\"");
-        xml_text(&body, s->id);
+        xml_escape(&body, s->id, 1);
         sbuf_addf(&body, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\" "
                   "time=\"%.1f\">\n", st, sf, ss, s->elapsed_s);
+        sbuf_add(&body, "    <properties><property name=\"submission_path\" value=\"");
+        xml_escape(&body, s->path ? s->path : "", 1);
+        sbuf_add(&body, "\"/></properties>\n");
         sbuf_add(&body, sbuf_str(&cases));
         sbuf_add(&body, "  </testsuite>\n");
         sbuf_free(&cases);
@@ -386,8 +418,6 @@ void write_junit_xml(const grader *g, submission *subs, int n)
     sbuf_add(&b, sbuf_str(&body));
     sbuf_add(&b, "</testsuites>\n");
     sbuf_free(&body);
-    char *path = path_join(g->out, "junit.xml");
-    write_file_atomic(path, sbuf_str(&b), b.len);
-    free(path);
+    batch_write_file(g->out, "junit.xml", sbuf_str(&b), b.len, batch_done(subs, n));
     sbuf_free(&b);
 }

@@ -2,6 +2,7 @@
 #define _XOPEN_SOURCE 700
 #include "util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -210,12 +211,13 @@ char *str_replace_all(const char *s, const char *needle, const char *with)
 
 void utf8_sanitize(char *s)
 {
-    unsigned char *p = (unsigned char *)s;
+    unsigned char *p = (unsigned char *)s, *w = p;
     while (*p) {
         unsigned c = *p;
         int n = 0;
         if (c < 0x80) {
-            if ((c < 0x20 && c != '\n' && c != '\t' && c != '\r') || c == 0x7f) *p = '?';
+            int bad = (c < 0x20 && c != '\n' && c != '\t' && c != '\r') || c == 0x7f;
+            *w++ = bad ? '?' : (unsigned char)c;
             ++p;
             continue;
         }
@@ -229,11 +231,106 @@ void utf8_sanitize(char *s)
         if (ok && n == 2 && ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] >= 0xA0))) ok = 0;
         if (ok && n == 3 && ((c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] >= 0x90))) ok = 0;
         if (!ok) {
-            *p++ = '?';
+            *w++ = '?';
+            ++p;
             continue;
         }
-        p += n + 1;
+        /* U+FFFE and U+FFFF: well-formed, but no character (XML 1.0 forbids them) */
+        if (n == 2 && c == 0xEF && p[1] == 0xBF && p[2] >= 0xBE) {
+            *w++ = '?';
+            p += 3;
+            continue;
+        }
+        for (int i = 0; i <= n; ++i) *w++ = *p++;
     }
+    *w = '\0';
+}
+
+/* ---- escaping ------------------------------------------------------------------ */
+
+void xml_escape(sbuf *b, const char *s, int attr)
+{
+    char *t = xstrdup(s);
+    utf8_sanitize(t);
+    for (const char *p = t; *p;) {
+        size_t run = strcspn(p, "&<>\"'\r\n\t");
+        sbuf_addn(b, p, run);
+        p += run;
+        if (*p == '\0') break;
+        switch (*p) {
+        case '&': sbuf_add(b, "&amp;"); break;
+        case '<': sbuf_add(b, "&lt;"); break;
+        case '>': sbuf_add(b, "&gt;"); break; /* and so never "]]>" */
+        case '"': sbuf_add(b, "&quot;"); break;
+        case '\'': sbuf_add(b, "&apos;"); break;
+        case '\r': sbuf_add(b, "&#13;"); break; /* a raw CR would be read as a line end */
+        case '\n': sbuf_add(b, attr ? "&#10;" : "\n"); break;
+        default: sbuf_add(b, attr ? "&#9;" : "\t"); break;
+        }
+        ++p;
+    }
+    free(t);
+}
+
+void csv_field(sbuf *b, const char *s)
+{
+    char *t = xstrdup(s);
+    utf8_sanitize(t);
+    int formula = t[0] != '\0' && strchr("=+-@\t\r", t[0]) != NULL;
+    int quote = strpbrk(t, ",\"\r\n") != NULL;
+    if (quote) sbuf_add(b, "\"");
+    if (formula) sbuf_add(b, "'");
+    for (const char *p = t; *p;) {
+        size_t run = strcspn(p, "\"");
+        sbuf_addn(b, p, run);
+        p += run;
+        if (*p == '"') {
+            sbuf_add(b, "\"\"");
+            ++p;
+        }
+    }
+    if (quote) sbuf_add(b, "\"");
+    free(t);
+}
+
+void md_escape(sbuf *b, const char *s)
+{
+    char *t = xstrdup(s);
+    utf8_sanitize(t);
+    int digits = 1; /* only digits so far: "1." or "1)" would start a list */
+    for (const char *p = t; *p; ++p) {
+        char c = *p;
+        if (c == '\n' || c == '\r' || c == '\t') {
+            sbuf_add(b, " ");
+            digits = 0;
+            continue;
+        }
+        int first = p == t;
+        if (strchr("\\`*_[]<>|~&!#$", c) || (first && strchr("-+=", c)) ||
+            (!first && digits && (c == '.' || c == ')')))
+            sbuf_add(b, "\\");
+        sbuf_addn(b, p, 1);
+        if (!isdigit((unsigned char)c)) digits = 0;
+    }
+    free(t);
+}
+
+void md_code_block(sbuf *b, const char *s)
+{
+    char *t = xstrdup(s);
+    utf8_sanitize(t);
+    size_t run = 0, longest = 0;
+    for (const char *p = t; *p; ++p) {
+        run = *p == '`' ? run + 1 : 0;
+        if (run > longest) longest = run;
+    }
+    size_t n = longest >= 3 ? longest + 1 : 3;
+    char *fence = xmalloc(n + 1);
+    memset(fence, '`', n);
+    fence[n] = '\0';
+    sbuf_addf(b, "%s\n%s%s%s\n", fence, t, t[0] && !ends_with(t, "\n") ? "\n" : "", fence);
+    free(fence);
+    free(t);
 }
 
 char *trim_middle(const char *s, size_t head, size_t tail)
@@ -246,6 +343,9 @@ char *trim_middle(const char *s, size_t head, size_t tail)
         if (s[i - 1] == '\n') { h = i; break; }
     for (size_t i = t; i < len && i - t < 200; ++i)
         if (s[i] == '\n') { t = i + 1; break; }
+    /* never inside a UTF-8 sequence */
+    while (h > 0 && ((unsigned char)s[h] & 0xC0) == 0x80) --h;
+    while (t < len && ((unsigned char)s[t] & 0xC0) == 0x80) ++t;
     sbuf b = {0};
     sbuf_addn(&b, s, h);
     sbuf_addf(&b, "\n[... %zu bytes cut ...]\n", t - h);
@@ -353,6 +453,66 @@ char *abs_path(const char *path)
     char buf[PATH_MAX];
     if (realpath(path, buf) == NULL) return NULL;
     return xstrdup(buf);
+}
+
+char *abs_path_any(const char *path)
+{
+    char *full;
+    if (path[0] == '/') {
+        full = xstrdup(path);
+    } else {
+        char cwd[PATH_MAX];
+        if (getcwd(cwd, sizeof cwd) == NULL) return NULL;
+        full = path_join(cwd, path);
+    }
+    /* the longest leading part that exists, through realpath; the rest by name */
+    strlist rest = {0};
+    char *head = xstrdup(full);
+    char *real = NULL;
+    for (;;) {
+        real = abs_path(head);
+        if (real != NULL) break;
+        char *slash = strrchr(head, '/');
+        if (slash == NULL) break;
+        if (slash[1]) strlist_add(&rest, slash + 1);
+        if (slash == head) {
+            slash[1] = '\0'; /* "/" always resolves */
+        } else {
+            *slash = '\0';
+        }
+    }
+    free(head);
+    free(full);
+    if (real == NULL) {
+        strlist_free(&rest);
+        return NULL;
+    }
+    sbuf b = {0};
+    sbuf_add(&b, strcmp(real, "/") == 0 ? "" : real);
+    free(real);
+    for (int i = rest.n - 1; i >= 0; --i) {
+        const char *c = rest.v[i];
+        if (strcmp(c, ".") == 0) continue;
+        if (strcmp(c, "..") == 0) {
+            const char *slash = strrchr(sbuf_str(&b), '/');
+            if (slash) {
+                b.len = (size_t)(slash - b.s);
+                b.s[b.len] = '\0';
+            }
+            continue;
+        }
+        sbuf_addf(&b, "/%s", c);
+    }
+    strlist_free(&rest);
+    if (b.len == 0) sbuf_add(&b, "/");
+    return sbuf_take(&b);
+}
+
+int path_within(const char *outer, const char *inner)
+{
+    size_t n = strlen(outer);
+    if (strcmp(outer, "/") == 0) return inner[0] == '/';
+    return strncmp(outer, inner, n) == 0 && (inner[n] == '\0' || inner[n] == '/');
 }
 
 char *path_join(const char *a, const char *b)

@@ -63,13 +63,35 @@ void strset_free(strset *s);
  * returns a new string. */
 char *str_replace_all(const char *s, const char *needle, const char *with);
 
-/* Make `s` valid UTF-8 in place: every byte that is not part of a valid
- * sequence becomes '?'; NUL-free control characters other than tab and
- * newline become '?' too (JSON and XML consumers choke on them). */
+/* Make `s` valid UTF-8 holding only characters XML 1.0 allows, in place:
+ * every byte that is not part of a valid sequence (lone or overlong forms,
+ * UTF-16 surrogates, past U+10FFFF) becomes '?', and so do control
+ * characters other than tab, newline and CR, DEL, and U+FFFE and U+FFFF
+ * (one '?' for their three bytes: the string may get shorter). */
 void utf8_sanitize(char *s);
 
+/* ---- escaping for the files course tools read ------------------------------
+ * Each takes any bytes: the text is made valid first (utf8_sanitize). */
+
+/* XML 1.0 character data, or (attr) an attribute value, which keeps its tab
+ * and line ends as character references. & < > " ' are escaped, so "]]>"
+ * never appears. */
+void xml_escape(sbuf *b, const char *s, int attr);
+/* One CSV field (RFC 4180): quoted when it holds a quote, comma, CR or LF. A
+ * field starting with = + - @ (or tab or CR) gets a leading ' so that no
+ * spreadsheet reads it as a formula. */
+void csv_field(sbuf *b, const char *s);
+/* Markdown inline text: one line (line ends become spaces), the characters
+ * Markdown would read as markup backslash-escaped, and what would start a
+ * list, heading or quote at the start ("- ", "1. ", "# ", "> ", "="). */
+void md_escape(sbuf *b, const char *s);
+/* A fenced code block holding `s` as it is: the fence is longer than any run
+ * of backticks in it (at least three). */
+void md_code_block(sbuf *b, const char *s);
+
 /* Keep the first `head` and last `tail` bytes of s (cut at line
- * boundaries when one is near), with a note of what was cut between them. */
+ * boundaries when one is near, never inside a UTF-8 sequence), with a note
+ * of what was cut between them. */
 char *trim_middle(const char *s, size_t head, size_t tail);
 
 /* ---- files and paths ------------------------------------------------------- */
@@ -90,6 +112,12 @@ int is_dir(const char *path);
 int is_file(const char *path);
 /* An absolute, normalised path of an existing file or folder (realpath). */
 char *abs_path(const char *path);
+/* The same for a path that may not exist (yet): its longest existing leading
+ * part through realpath, the rest appended by name ("." and ".." resolved).
+ * Relative paths are taken from the current folder. NULL on error. */
+char *abs_path_any(const char *path);
+/* 1 when `inner` is `outer` or lies inside it (both absolute, normalised). */
+int path_within(const char *outer, const char *inner);
 char *path_join(const char *a, const char *b);
 const char *path_base(const char *path);
 

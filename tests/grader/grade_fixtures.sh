@@ -14,6 +14,11 @@
 #   oversized     lesson 01's file is 2 MiB
 #   traversal_tgz a .tar.gz with a `..` entry, an absolute path and a link
 #   traversal_zip the committed .zip with the same
+#   roster.csv    a folder named like the batch's roster, whose compile error
+#                 prints bytes XML 1.0 forbids (U+FFFF, U+FFFE, a UTF-16
+#                 surrogate, C0 controls), ]]> and Markdown and CSV markup
+# They are written under OUT-input/ (the grader refuses submissions inside
+# its --out); the grader writes OUT/submissions/<id>/ and OUT/roster.csv.
 # ctest runs it with --lessons 01 --no-gpu (see CMakeLists.txt); on a GPU
 # machine run it without --no-gpu for the full grade. FUSIONLAB_GRADE_SEED
 # is set when the caller has not set it: tests check it appears nowhere.
@@ -36,12 +41,15 @@ fi
 course=$(cd "$course" && pwd)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+# a clean OUT but for the scratch build (.work), which the next batch reuses
+[ $assemble = 1 ] || find "$out" -mindepth 1 -maxdepth 1 ! -name .work -exec rm -rf {} +
 here=$(cd "$(dirname "$0")" && pwd)
 : "${FUSIONLAB_GRADE_SEED:=fusionlab-secret-seed-8d2f61}"
 export FUSIONLAB_GRADE_SEED
 
-subs=$out/submissions
-stage=$out/stage
+if [ $assemble = 1 ]; then in=$out; else in=$out-input; fi
+subs=$in/submissions
+stage=$in/stage
 rm -rf "$subs" "$stage"
 mkdir -p "$subs" "$stage"
 
@@ -92,8 +100,14 @@ tar -cPf "$stage/traversal.tar" -C "$stage/tr/a/b" ../escaped-by-tar.cu \
 gzip -c "$stage/traversal.tar" >"$subs/traversal_tgz.tar.gz"
 rm -f "$stage/absolute-by-tar.cu" "$stage/tr/a/escaped-by-tar.cu"
 
+mkdir -p "$subs/roster.csv/01-vector-add"
+{
+    printf '#error "hostile \357\277\277 \357\277\276 \355\240\200 \001\033 ]]> </failure> & ``` | =cmd"\n'
+    cat "$here/fixtures/compile_error/01-vector-add/vector_add.cu"
+} >"$subs/roster.csv/01-vector-add/vector_add.cu"
+
 for n in good good_tgz.tar.gz good_zip.zip skeleton compile_error link_error scan_flagged missing_lesson \
-    junk oversized traversal_tgz.tar.gz traversal_zip.zip hang_startup crash hang oom; do
+    junk oversized traversal_tgz.tar.gz traversal_zip.zip hang_startup crash hang oom roster.csv; do
     [ -e "$subs/$n" ] && set -- "$@" "$subs/$n"
 done
 if [ $assemble = 1 ]; then
