@@ -173,6 +173,10 @@ static fl_diagnosis diagnose(const fl_compare_result *r, const scan_extra *x,
     return FL_DIAG_WRONG;
 }
 
+static fl_compare_observer g_observer;
+
+void fl_compare_set_observer(fl_compare_observer f) { g_observer = f; }
+
 fl_compare_result fl_compare_f32(const float *got, const double *want, size_t n,
                                  const fl_compare_opts *o)
 {
@@ -221,6 +225,7 @@ fl_compare_result fl_compare_f32(const float *got, const double *want, size_t n,
     int by_row;
     r.diagnosis = diagnose(&r, &x, o, &by_row);
     compose(&r, o, "within tolerance", by_row);
+    if (g_observer) g_observer(got, want, n, o, &r);
     return r;
 }
 

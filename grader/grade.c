@@ -14,6 +14,7 @@
 #define _XOPEN_SOURCE 700
 #include "batch.h"
 #include "grade.h"
+#include "stages.h"
 #include "proc.h"
 
 #include <cJSON.h>
@@ -43,7 +44,8 @@ static void usage(FILE *f)
             "  --jobs N          parallel compile jobs (tests always run one at a time)\n"
             "  --rubric FILE     points per check (default: grader/rubric.json)\n"
             "  --arch LIST       CMAKE_CUDA_ARCHITECTURES of the scratch build\n"
-            "                    (default: native with a GPU, else the course default)\n"
+            "                    (default: the GPUs' own, from nvidia-smi; without a GPU the\n"
+            "                    course default)\n"
             "  --no-gpu          hide the GPU from the tests (GPU checks: not run)\n"
             "  --suite-timeout S, --lesson-timeout S, --build-timeout S,\n"
             "  --sanitizer-timeout S\n"
@@ -51,6 +53,11 @@ static void usage(FILE *f)
             "  --test-timeout S  Criterion's per-test limit for every test (default: each\n"
             "                    suite's own)\n"
             "  --work DIR        scratch folder (default: OUT/.work; kept between runs)\n"
+            "  --no-sandbox      run the steps that compile or run student code WITHOUT\n"
+            "                    bubblewrap (where user namespaces are not allowed); every\n"
+            "                    report of the batch says so\n"
+            "  --sandbox-uid N   the user the sandboxed steps run as when the grader is\n"
+            "                    root (default 65534, nobody)\n"
             "\n"
             "Writes OUT/submissions/<id>/results.json (Gradescope), report.md and logs/, where\n"
             "<id> is the submission's name cut to [A-Za-z0-9._-] (its path as given is in\n"
@@ -85,17 +92,38 @@ static int parse_lessons(grader *g, const char *list)
     return 0;
 }
 
+/* The GPU's name, and its architectures ("90", or "80;90" on a mixed
+ * machine) for the scratch build: CMake's "native" would ask the GPU from
+ * inside the build's sandbox, which has none. */
 static void detect_gpu(grader *g)
 {
     if (g->no_gpu) return;
-    char *argv[] = {"nvidia-smi", "--query-gpu=name", "--format=csv,noheader", NULL};
+    char *argv[] = {"nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader", NULL};
     proc_opts o = {.timeout_s = 30};
     proc_result r;
     if (proc_run(argv, &o, &r) == 0 && r.output[0]) {
-        char *nl = strchr(r.output, '\n');
-        if (nl) *nl = '\0';
-        g->gpu = 1;
-        g->gpu_name = xstrdup(r.output);
+        strlist archs = {0};
+        char *save = NULL;
+        for (char *line = strtok_r(r.output, "\n", &save); line;
+             line = strtok_r(NULL, "\n", &save)) {
+            char *comma = strrchr(line, ',');
+            if (comma == NULL) continue;
+            *comma = '\0';
+            if (!g->gpu_name) g->gpu_name = xstrdup(line);
+            int major = 0, minor = 0;
+            if (sscanf(comma + 1, " %d.%d", &major, &minor) == 2) {
+                char a[16];
+                snprintf(a, sizeof a, "%d%d", major, minor);
+                if (!strlist_has(&archs, a)) strlist_add(&archs, a);
+            }
+        }
+        g->gpu = g->gpu_name != NULL;
+        if (archs.n && g->gpu_archs == NULL) {
+            sbuf b = {0};
+            for (int i = 0; i < archs.n; ++i) sbuf_addf(&b, "%s%s", i ? ";" : "", archs.v[i]);
+            g->gpu_archs = sbuf_take(&b);
+        }
+        strlist_free(&archs);
     }
     proc_result_free(&r);
 }
@@ -149,8 +177,13 @@ static int setup(grader *g)
     char *root_def = xasprintf("-DFUSIONLAB_STUDENT_ROOT=%s", g->student_root);
     char *arch_def = NULL;
     if (g->arch) arch_def = xasprintf("-DCMAKE_CUDA_ARCHITECTURES=%s", g->arch);
-    else if (g->gpu) arch_def = xstrdup("-DCMAKE_CUDA_ARCHITECTURES=native");
-    char *argv[] = {"cmake", "-S", g->course, "-B", g->build, "-DCMAKE_BUILD_TYPE=Release",
+    else if (g->gpu && g->gpu_archs)
+        arch_def = xasprintf("-DCMAKE_CUDA_ARCHITECTURES=%s", g->gpu_archs);
+    /* Makefiles, so that a student's build can run make on its targets
+     * without CMake's check of every file it read (steps.c); the compile
+     * commands, so that the include check can list a file's includes */
+    char *argv[] = {"cmake", "-S", g->course, "-B", g->build, "-G", "Unix Makefiles",
+                    "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", "-DCMAKE_BUILD_TYPE=Release",
                     root_def, arch_def, NULL};
     fprintf(stderr, "== configuring the scratch build (%s)\n",
             arch_def ? arch_def + 2 : "default CUDA architectures");
@@ -194,7 +227,9 @@ static int setup(grader *g)
         const lesson_info *li = manifest_find(&g->man, g->lessons.v[i]);
         strlist_addf(&targets, "lesson%s_baseline", li->number);
         for (int k = 0; k < li->tools.n; ++k) strlist_add(&targets, li->tools.v[k]);
-        if (g->gpu && li->solution_test) strlist_add(&targets, li->solution_test);
+        /* the worked solutions' tests: the speed reference, and the trusted
+         * runs every student's report is verified against */
+        if (li->solution_test) strlist_add(&targets, li->solution_test);
     }
     char jobs[16];
     snprintf(jobs, sizeof jobs, "%d", g->jobs);
@@ -209,8 +244,8 @@ static int setup(grader *g)
         bargv[k++] = "--target";
         bargv[k++] = targets.v[i];
     }
-    fprintf(stderr, "== building the harness, baselines%s (%d jobs)\n",
-            g->gpu ? " and worked solutions" : "", g->jobs);
+    fprintf(stderr, "== building the harness, baselines and worked solutions (%d jobs)\n",
+            g->jobs);
     proc_opts bo = {.timeout_s = g->build_timeout * 2, .head = 1 << 20, .tail = 1 << 20};
     double t0 = now_s();
     rc = proc_run(bargv, &bo, &r);
@@ -224,6 +259,15 @@ static int setup(grader *g)
     }
     fprintf(stderr, "   built in %.1f s\n", now_s() - t0);
     proc_result_free(&r);
+    /* the sandboxed builds write into the scratch build as the sandbox's
+     * user; the scratch student folder is only read */
+    char *why = NULL;
+    if (sandbox_own(&g->sbx, g->build) != 0 || sandbox_own(&g->sbx, g->run_dir) != 0 ||
+        sandbox_check_readable(&g->sbx, g->student_root, &why) != 0) {
+        setup_failed(g, why ? why : "cannot give the scratch build to the sandbox's user", NULL);
+        free(why);
+        return -1;
+    }
     return 0;
 }
 
@@ -257,8 +301,11 @@ static void lesson_result_free(lesson_result *lr)
 
 static void grader_free(grader *g)
 {
+    keys_free(&g->reference_keys);
+    sandbox_free(&g->sbx);
+    free(g->batch_secret);
     free(g->course); free(g->out); free(g->work); free(g->student_root); free(g->build);
-    free(g->run_dir); free(g->rubric_path); free(g->gpu_name); free(g->arch);
+    free(g->run_dir); free(g->rubric_path); free(g->gpu_name); free(g->arch); free(g->gpu_archs);
     free(g->setup_error);
     manifest_free(&g->man);
     rubric_free(&g->rub);
@@ -270,6 +317,36 @@ static void grader_free(grader *g)
         free(g->reference.v[i].label);
     }
     free(g->reference.v);
+}
+
+/* --sandbox-probe (the grader's own tests): a script run as a test step. */
+static int probe_main(grader *g, const char *course, const char *work, int no_sandbox,
+                      char **probe)
+{
+    if (probe[0] == NULL || work == NULL) {
+        fprintf(stderr, "fusionlab_grade: --sandbox-probe SCRIPT [ARG...] needs --work DIR "
+                "before it\n");
+        return 2;
+    }
+    g->course = abs_path(course);
+    mkdir_p(work);
+    g->work = abs_path(work);
+    if (g->course == NULL || g->work == NULL) {
+        fprintf(stderr, "fusionlab_grade: no course tree at %s, or no %s\n", course, work);
+        return 2;
+    }
+    g->build = path_join(g->work, "build");
+    g->run_dir = path_join(g->work, "run");
+    mkdir_p(g->build);
+    mkdir_p(g->run_dir);
+    char *why = NULL;
+    if (!no_sandbox && sandbox_init(&g->sbx, g->sandbox_uid, &why) != 0) {
+        fprintf(stderr, "fusionlab_grade: %s\n", why);
+        free(why);
+        return 2;
+    }
+    sandbox_own(&g->sbx, g->run_dir);
+    return sandbox_probe(g, probe);
 }
 
 int main(int argc, char **argv)
@@ -284,7 +361,9 @@ int main(int argc, char **argv)
     g.jobs = cpus > 0 ? (int)cpus : 2;
     double suite_t = 0, lesson_t = 0, build_t = 0, sanitizer_t = 0;
     strlist paths = {0};
-    int opts_done = 0;
+    int opts_done = 0, no_sandbox = 0;
+    char **probe = NULL;
+    g.sandbox_uid = -1;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -322,6 +401,22 @@ int main(int argc, char **argv)
             g.arch = xstrdup(v);
         } else if (strcmp(a, "--no-gpu") == 0) {
             g.no_gpu = 1;
+        } else if (strcmp(a, "--sandbox-probe") == 0) {
+            probe = argv + i + 1; /* the rest: SCRIPT ARG... */
+            break;
+        } else if (strcmp(a, "--no-sandbox") == 0) {
+            no_sandbox = 1;
+        } else if (strcmp(a, "--sandbox-uid") == 0) {
+            const char *v;
+            TAKE(v);
+            char *end = NULL;
+            long uid = strtol(v, &end, 10);
+            if (end == v || *end != '\0' || uid <= 0) {
+                fprintf(stderr, "fusionlab_grade: --sandbox-uid needs a user id above 0, not "
+                        "'%s'\n", v);
+                return 2;
+            }
+            g.sandbox_uid = uid;
         } else if (strcmp(a, "--jobs") == 0 || strcmp(a, "--suite-timeout") == 0 ||
                    strcmp(a, "--lesson-timeout") == 0 || strcmp(a, "--build-timeout") == 0 ||
                    strcmp(a, "--test-timeout") == 0 || strcmp(a, "--sanitizer-timeout") == 0) {
@@ -346,6 +441,7 @@ int main(int argc, char **argv)
         }
 #undef TAKE
     }
+    if (probe) return probe_main(&g, course, work, no_sandbox, probe);
     if (paths.n == 0) {
         usage(stderr);
         return 2;
@@ -419,6 +515,12 @@ int main(int argc, char **argv)
         rm_rf(s->outdir);
         mkdir_p(s->outdir);
         intake_load(s->path, &g.man, g.rub.max_file_bytes, &s->in);
+        if (keys_derive(&g, s->id, &s->in, &s->keys) != 0) {
+            fprintf(stderr, "fusionlab_grade: cannot derive the submissions' seeds "
+                    "(sha256sum, /dev/urandom)\n");
+            batch_end(g.out, 0);
+            return 2;
+        }
         s->n_lessons = g.lessons.n;
         s->lessons = xcalloc((size_t)g.lessons.n, sizeof *s->lessons);
         for (int k = 0; k < g.lessons.n; ++k) {
@@ -434,6 +536,23 @@ int main(int argc, char **argv)
     }
 
     detect_gpu(&g);
+    if (!no_sandbox) {
+        char *why = NULL;
+        if (sandbox_init(&g.sbx, g.sandbox_uid, &why) != 0 ||
+            sandbox_check_readable(&g.sbx, g.course, &why) != 0 ||
+            sandbox_check_readable(&g.sbx, g.work, &why) != 0) {
+            fprintf(stderr, "fusionlab_grade: cannot sandbox the steps that compile and run "
+                    "student code: %s\nRefusing to grade: a submission would run with the "
+                    "grader's own rights. Fix the above, or pass --no-sandbox to grade "
+                    "without a sandbox (every report then says so).\n", why);
+            free(why);
+            batch_end(g.out, 0);
+            return 2;
+        }
+    } else {
+        fprintf(stderr, "== WARNING: --no-sandbox: student code runs with this grader's rights "
+                "(uid %ld), every report says so\n", (long)geteuid());
+    }
     fprintf(stderr, "== fusion-lab grade: %d submission%s, lesson%s", paths.n,
             paths.n == 1 ? "" : "s", g.lessons.n == 1 ? "" : "s");
     for (int i = 0; i < g.lessons.n; ++i) fprintf(stderr, " %s", g.lessons.v[i]);
@@ -441,6 +560,7 @@ int main(int argc, char **argv)
                                          : g.no_gpu ? "hidden (--no-gpu)" : "none (GPU checks will not run)");
     g.ready = setup(&g) == 0;
 
+    if (g.ready && keys_derive(&g, "reference", NULL, &g.reference_keys) != 0) g.ready = 0;
     if (g.ready && g.gpu) {
         for (int i = 0; i < g.lessons.n; ++i)
             run_reference(&g, manifest_find(&g.man, g.lessons.v[i]),
@@ -499,6 +619,7 @@ int main(int argc, char **argv)
         for (int k = 0; k < subs[i].n_lessons; ++k) lesson_result_free(&subs[i].lessons[k]);
         free(subs[i].lessons);
         intake_free(&subs[i].in);
+        keys_free(&subs[i].keys);
         free(subs[i].id);
         free(subs[i].path);
         free(subs[i].outdir);

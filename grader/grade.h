@@ -8,6 +8,7 @@
 #include "intake.h"
 #include "manifest.h"
 #include "rubric.h"
+#include "sandbox.h"
 #include "util.h"
 
 /* One line of a speed log (tests/fl_test.c, fl_test_speed_record). */
@@ -22,6 +23,13 @@ typedef struct {
     speed_rec *v;
     int n;
 } speed_log;
+
+typedef struct {
+    char *seed;          /* the inputs' seed of this submission: derived from
+                            the batch secret, its id and its files (a leaked
+                            one is worth nothing to another submission) */
+    char *salt;          /* FUSIONLAB_EVIDENCE_SALT of its runs (hex) */
+} submission_keys;
 
 /* The batch. */
 typedef struct {
@@ -39,11 +47,20 @@ typedef struct {
     int gpu;             /* a CUDA device is visible and used */
     int no_gpu;          /* --no-gpu: hide devices from the tests */
     char *gpu_name;
+    char *gpu_archs;     /* "90": the GPUs' compute capabilities, for the build */
     char *arch;          /* CMAKE_CUDA_ARCHITECTURES for the scratch build, or NULL */
     double build_timeout, suite_timeout, lesson_timeout, test_timeout;
     double sanitizer_timeout; /* tools/sanitize, all four tools together */
-    const char *seed;    /* FUSIONLAB_GRADE_SEED, scrubbed from every output */
+    const char *seed;    /* FUSIONLAB_GRADE_SEED: the batch secret; no step
+                            ever sees it (each submission gets its own seed
+                            derived from it) */
+    char *batch_secret;  /* the seed, or random bytes when none was given:
+                            what keys_derive() derives every seed from */
+    sandbox_cfg sbx;     /* bubblewrap for every step that compiles or runs
+                            a student's code (sbx.enabled 0: --no-sandbox) */
+    long sandbox_uid;    /* --sandbox-uid, or -1 */
     speed_log reference; /* the worked solutions' speed, this GPU, this run */
+    submission_keys reference_keys; /* the seed of the reference run */
     strlist reference_notes;
     int ready;           /* the scratch build is configured */
     char *setup_error;   /* why it is not */
@@ -67,6 +84,7 @@ typedef enum {
     L_LINK_REFUSED,   /* a student file defines a symbol of the harness */
     L_FLAGGED,        /* the object scan (tools/scan-objects) flagged a call or symbol */
     L_SETUP_FAILED,   /* the grader could not prepare the course build */
+    L_UNVERIFIED,     /* the report claims passes the evidence does not bear out */
     L_INTERRUPTED,
 } lesson_state;
 
@@ -80,10 +98,11 @@ typedef struct {
     check_result *checks;
     int n_checks;
     double score, max;
-    double build_s, run_s;
+    double build_s, run_s, verify_s;
     int not_run_no_gpu;  /* checks not run for want of a GPU */
     int n_killed;        /* suites stopped at their wall-clock limit, or silent */
 } lesson_result;
+
 
 typedef struct {
     char *id;            /* folder name under out/ */
@@ -94,7 +113,13 @@ typedef struct {
     int n_lessons;
     double score, max, elapsed_s;
     int done;            /* all lessons graded */
+    submission_keys keys;
 } submission;
+
+/* keys.c: the seed and salt of a submission's runs (0, or -1 when they
+ * could not be made) */
+int keys_derive(grader *g, const char *id, const intake *in, submission_keys *k);
+void keys_free(submission_keys *k);
 
 /* lesson.c */
 void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progress);

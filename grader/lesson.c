@@ -26,6 +26,7 @@ const char *lesson_state_name(lesson_state s)
     case L_LINK_REFUSED: return "link error";
     case L_FLAGGED: return "flagged";
     case L_SETUP_FAILED: return "grader setup failed";
+    case L_UNVERIFIED: return "unverified";
     case L_INTERRUPTED: return "interrupted";
     }
     return "?";
@@ -184,14 +185,43 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
         if (rl->checks[i].suite && !strlist_has(&suites, rl->checks[i].suite))
             strlist_add(&suites, rl->checks[i].suite);
     char *binary = path_join(g->build, li->test);
-    suite_run *runs = run_suites(g, s, lr, binary, &suites, progress);
+    char **evidence = NULL;
+    suite_run *runs = run_suites(g, s, lr, binary, &suites, progress, &evidence);
+    /* 5: what the report claims, against the worked solution's run */
+    char *unverified = verify_runs(g, s, lr, &suites, runs, evidence, progress);
+    char *unaudited = unverified ? NULL : audit_speed(g, s, lr, binary, &suites, runs, progress);
     sanitizer_run san = {ST_NOT_RUN, NULL};
-    run_sanitizer(g, s, lr, binary, runs, suites.n, progress, &san);
+    if (!unverified && !unaudited) run_sanitizer(g, s, lr, binary, runs, suites.n, progress, &san);
     free(binary);
 
-    /* 5: scores */
+    /* 6: scores */
     score_lesson(g, lr, &suites, runs, &san);
-    for (int i = 0; i < suites.n; ++i) suite_run_free(&runs[i]);
+    if (unverified || unaudited) {
+        lr->score = 0.0;
+        free(lr->summary);
+        if (unverified)
+            lesson_fail(lr, L_UNVERIFIED, ST_FAILED,
+                        xstrdup("0: the test report claims more than the grader can verify"),
+                        xasprintf("The grader re-judges every output your tests compared "
+                                  "against the worked solution's run on the same inputs. Not "
+                                  "borne out:\n%s", unverified),
+                        "0: the test report claims more than the grader can verify (see the "
+                        "lesson's notes)");
+        else
+            lesson_fail(lr, L_UNVERIFIED, ST_FAILED,
+                        xstrdup("0: the speed claim disagrees with the GPU's own measurement"),
+                        xasprintf("The grader times your kernels and the baseline's with Nsight "
+                                  "Compute:\n%s", unaudited),
+                        "0: the speed claim disagrees with the GPU's own measurement (see the "
+                        "lesson's notes)");
+        free(unverified);
+        free(unaudited);
+    }
+    for (int i = 0; i < suites.n; ++i) {
+        suite_run_free(&runs[i]);
+        free(evidence[i]);
+    }
+    free(evidence);
     free(runs);
     free(san.output);
     strlist_free(&suites);
@@ -221,7 +251,8 @@ void run_reference(grader *g, const lesson_info *li, const rubric_lesson *rl)
         fprintf(stderr, "== reference: lesson %s, worked solution, suite %s\n", li->number,
                 suites.v[i]);
         suite_run sr;
-        run_suite(g, binary, suites.v[i], g->suite_timeout, &sr, NULL);
+        run_suite(g, STEP_TRUSTED, &g->reference_keys, binary, suites.v[i], g->suite_timeout,
+                  &sr, NULL, NULL);
         for (int j = 0; j < sr.speed.n; ++j) {
             const speed_rec *r = &sr.speed.v[j];
             g->reference.v = xrealloc(g->reference.v,

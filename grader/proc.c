@@ -1,5 +1,6 @@
 /* grader/proc.c — see proc.h. */
 #define _XOPEN_SOURCE 700
+#define _DEFAULT_SOURCE /* setgroups */
 #include "proc.h"
 #include "util.h"
 
@@ -8,8 +9,10 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <grp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -80,6 +83,39 @@ static char *capture_take(capture *c)
     return sbuf_take(&b);
 }
 
+static void set_limit(int which, unsigned long long v)
+{
+    if (v == 0) return;
+    struct rlimit rl = {(rlim_t)v, (rlim_t)v};
+    if (setrlimit(which, &rl) != 0) {
+        fprintf(stderr, "cannot set a limit (%d): %s\n", which, strerror(errno));
+        _exit(126);
+    }
+}
+
+/* The run's limits, then its user: after setuid the limits cannot be raised
+ * again by what runs. Nothing is left to chance: any failure stops the run. */
+static void child_limits_and_ids(const proc_opts *o)
+{
+    const proc_limits *l = o->limits;
+    if (l) {
+        set_limit(RLIMIT_AS, l->as_bytes);
+        set_limit(RLIMIT_DATA, l->data_bytes);
+        set_limit(RLIMIT_FSIZE, l->fsize_bytes);
+        if (l->cpu_s > 0) set_limit(RLIMIT_CPU, (unsigned long long)(l->cpu_s + 1.0));
+        if (l->nproc > 0) set_limit(RLIMIT_NPROC, (unsigned long long)l->nproc);
+        struct rlimit none = {0, 0};
+        setrlimit(RLIMIT_CORE, &none);
+    }
+    if (o->set_ids) {
+        if (setgroups(0, NULL) != 0 || setgid(o->gid) != 0 || setuid(o->uid) != 0 ||
+            setuid(0) == 0) {
+            fprintf(stderr, "cannot become uid %ld: %s\n", (long)o->uid, strerror(errno));
+            _exit(126);
+        }
+    }
+}
+
 static void child_exec(char *const argv[], const proc_opts *o, int out_fd)
 {
     setpgid(0, 0);
@@ -98,6 +134,14 @@ static void child_exec(char *const argv[], const proc_opts *o, int out_fd)
     if (o->cwd && chdir(o->cwd) != 0) {
         fprintf(stderr, "cannot enter %s: %s\n", o->cwd, strerror(errno));
         _exit(126);
+    }
+    child_limits_and_ids(o);
+    if (o->clear_env) {
+        const char *p = getenv("PATH");
+        char *path = strdup(p ? p : "/usr/bin:/bin");
+        clearenv();
+        if (path) setenv("PATH", path, 1);
+        free(path);
     }
     for (const char *const *u = o->env_unset; u && *u; ++u) unsetenv(*u);
     for (const char *const *e = o->env_set; e && *e; ++e) {

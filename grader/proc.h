@@ -12,6 +12,18 @@
 #define FUSIONLAB_GRADER_PROC_H
 
 #include <stddef.h>
+#include <sys/types.h>
+
+/* Limits of a run, set with setrlimit in the child before exec. 0: none. */
+typedef struct {
+    unsigned long long as_bytes;    /* RLIMIT_AS: compilers and tools */
+    unsigned long long data_bytes;  /* RLIMIT_DATA: GPU programs (CUDA
+                                       reserves address space it never
+                                       touches, so RLIMIT_AS would stop it) */
+    unsigned long long fsize_bytes; /* RLIMIT_FSIZE */
+    double cpu_s;                   /* RLIMIT_CPU, per process */
+    long nproc;                     /* RLIMIT_NPROC: processes and threads */
+} proc_limits;
 
 typedef struct {
     double timeout_s;      /* 0: no limit */
@@ -21,6 +33,14 @@ typedef struct {
     const char *const *env_unset; /* names to remove, NULL-ended */
     size_t head, tail;     /* output kept (defaults 256 KiB each) */
     int discard_stderr;    /* 1: stderr to /dev/null (default: with stdout) */
+    const proc_limits *limits; /* NULL: the grader's own */
+    int clear_env;         /* 1: start from an empty environment (PATH kept):
+                              nothing of the grader's may be read back from
+                              /proc/PID/environ of what it starts */
+    int set_ids;           /* 1: become uid/gid (no supplementary groups)
+                              before exec (the grader runs as root) */
+    uid_t uid;
+    gid_t gid;
 } proc_opts;
 
 typedef struct {

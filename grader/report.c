@@ -76,6 +76,10 @@ void write_results_json(const grader *g, const submission *s)
     if (!g->gpu)
         sbuf_add(&summary, "graded WITHOUT a GPU: checks that need one say \"not run: no CUDA "
                            "device\" and score 0; grade again on a GPU machine\n");
+    if (!g->sbx.enabled)
+        sbuf_add(&summary, "graded WITHOUT the sandbox (--no-sandbox): student code ran with the "
+                           "grader's rights, so these results are only as safe as every "
+                           "submission of the batch\n");
     cJSON *lessons = cJSON_CreateObject();
     for (int i = 0; i < s->n_lessons; ++i) {
         const lesson_result *lr = &s->lessons[i];
@@ -202,6 +206,9 @@ void write_report_md(const grader *g, const submission *s)
     sbuf_add(&b, ".");
     if (g->gpu) sbuf_add(&b, " Speed is scored against the worked solution timed on the same GPU "
                              "in the same run.");
+    if (!g->sbx.enabled)
+        sbuf_add(&b, " **Graded without the sandbox (--no-sandbox)**: student code ran with the "
+                     "grader's rights.");
     sbuf_add(&b, "\n\n");
     free(when);
     if (s->in.refused) {

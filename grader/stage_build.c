@@ -7,6 +7,8 @@
 #define _XOPEN_SOURCE 700
 #include "stages.h"
 
+#include <cJSON.h>
+
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,58 +64,267 @@ static void clean_student_build(grader *g, const lesson_info *li)
     free(bin);
 }
 
-/* The lines of a build log a student needs: the compiler's and the linker's
- * errors with the two lines after each (the source line and the caret). */
-static char *build_errors(const char *log)
+/* "PATH:LINE:COL: error ..." (gcc) or "PATH(LINE): error ..." (nvcc's
+ * front end): the path, when `line` is a located diagnostic. */
+static char *diag_path(const char *line)
+{
+    const char *p = line;
+    while (*p && *p != ':' && *p != '(' && *p != ' ') ++p;
+    if (p == line) return NULL;
+    if (*p == ':' && p[1] >= '0' && p[1] <= '9') return xstrndup(line, (size_t)(p - line));
+    if (*p == '(' && p[1] >= '0' && p[1] <= '9' && strstr(p, "): ")) return xstrndup(line, (size_t)(p - line));
+    return NULL;
+}
+
+/* Whether a diagnostic about `path` may be shown: the student's own files
+ * and the course's public headers of this lesson and of common/. */
+static int diag_shown(const grader *g, const lesson_info *li, const char *path)
+{
+    char *mine = path_join(g->student_root, li->name);
+    char *lesson = xasprintf("%s/lessons/%s/", g->course, li->name);
+    char *common = xasprintf("%s/common/", g->course);
+    int ok = (starts_with(path, mine) && path[strlen(mine)] == '/' &&
+              !strstr(path + strlen(mine), "..")) ||
+             ((starts_with(path, lesson) || starts_with(path, common)) && !strstr(path, "..") &&
+              (ends_with(path, ".h") || ends_with(path, ".cuh")));
+    free(mine);
+    free(lesson);
+    free(common);
+    return ok;
+}
+
+/* The lines of a build log a student may see: the compiler's diagnostics
+ * about their own files (with the two lines after each: the source line and
+ * the caret) and the linker's errors; nothing located in any other file,
+ * whatever the student's file made the compiler read. */
+static char *student_diagnostics(const grader *g, const lesson_info *li, const char *log)
 {
     char *copy = xstrdup(log);
     sbuf b = {0};
-    int lines = 0, tail_of_error = 0;
+    int lines = 0, context = 0, hidden = 0;
     char *save = NULL;
     for (char *line = strtok_r(copy, "\n", &save); line && lines < 60;
          line = strtok_r(NULL, "\n", &save)) {
-        int progress = line[0] == '[' || starts_with(line, "make") || starts_with(line, "gmake") ||
-                       starts_with(line, "Consolidate") || strstr(line, "Building ") ||
-                       strstr(line, "Linking ");
-        int is_error = !progress && (strstr(line, "error") || strstr(line, "Error ") ||
-                                     strstr(line, "undefined reference") ||
-                                     strstr(line, "multiple definition") ||
-                                     strstr(line, "ld returned"));
-        if (is_error) tail_of_error = 2;
-        else if (tail_of_error > 0 && !progress) --tail_of_error;
-        else continue;
+        char *path = diag_path(line);
+        if (path) {
+            int shown = diag_shown(g, li, path);
+            free(path);
+            context = shown ? 2 : -2;
+            if (!shown) {
+                ++hidden;
+                continue;
+            }
+        } else if (strstr(line, "undefined reference") || strstr(line, "multiple definition") ||
+                   strstr(line, "ld returned") || strstr(line, "compilation terminated")) {
+            context = 0;
+        } else if (context > 0 && line[0] == ' ') {
+            --context;
+        } else {
+            if (context < 0) ++context;
+            continue;
+        }
         sbuf_add(&b, line);
         sbuf_add(&b, "\n");
         ++lines;
     }
     free(copy);
-    if (b.len == 0) {
-        free(b.s);
-        return trim_middle(log, 200, 3000);
-    }
+    if (hidden)
+        sbuf_addf(&b, "(%d message%s about files other than yours not shown)\n", hidden,
+                  hidden == 1 ? "" : "s");
+    if (lines == 0 && !hidden)
+        sbuf_add(&b, "the build failed without a message about your file\n");
     return sbuf_take(&b);
 }
 
-static int build_targets(grader *g, char **targets, int n, double timeout, proc_result *r)
+/* Relink the lesson's test program, rebuilding the student's library, in
+ * the build's sandbox. The target's "all" rule of make's Makefile2 is
+ * used, not `cmake --build`: that first checks every file CMake read (the
+ * worked solutions among them), and the sandbox does not show those. */
+static int build_targets(grader *g, const lesson_info *li, double timeout, proc_result *r)
 {
     char jobs[16];
-    snprintf(jobs, sizeof jobs, "%d", g->jobs);
-    char **argv = xcalloc((size_t)(8 + 2 * n), sizeof *argv);
-    int k = 0;
-    argv[k++] = "cmake";
-    argv[k++] = "--build";
-    argv[k++] = g->build;
-    argv[k++] = "--parallel";
-    argv[k++] = jobs;
-    for (int i = 0; i < n; ++i) {
-        argv[k++] = "--target";
-        argv[k++] = targets[i];
-    }
-    argv[k] = NULL;
+    snprintf(jobs, sizeof jobs, "-j%d", g->jobs);
+    char *target = xasprintf("CMakeFiles/%s.dir/all", li->test);
+    char *argv[] = {"make", "--no-print-directory", "-f", "CMakeFiles/Makefile2", jobs, target,
+                    NULL};
     proc_opts o = {.timeout_s = timeout, .head = 1 << 20, .tail = 1 << 20};
-    int rc = proc_run(argv, &o, r);
-    free(argv);
+    int rc = run_step(g, STEP_BUILD, li, NULL, argv, NULL, &o, r);
+    free(target);
     return rc;
+}
+
+/* ---- what the student's files include ----------------------------------- */
+
+/* `path` with "." and ".." resolved by the letter (no links followed). */
+static char *norm_path(const char *path)
+{
+    strlist parts = {0};
+    char *copy = xstrdup(path);
+    char *save = NULL;
+    for (char *p = strtok_r(copy, "/", &save); p; p = strtok_r(NULL, "/", &save)) {
+        if (strcmp(p, ".") == 0) continue;
+        if (strcmp(p, "..") == 0) {
+            if (parts.n > 0) free(parts.v[--parts.n]);
+            continue;
+        }
+        strlist_add(&parts, p);
+    }
+    sbuf b = {0};
+    for (int i = 0; i < parts.n; ++i) sbuf_addf(&b, "/%s", parts.v[i]);
+    if (parts.n == 0) sbuf_add(&b, "/");
+    free(copy);
+    strlist_free(&parts);
+    return sbuf_take(&b);
+}
+
+static int under(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+/* Whether a file the student's file includes may be read: the student's
+ * file itself, the lesson's public headers, common/'s headers, or a header
+ * of the system (the compilers' and CUDA's), never anything of the course,
+ * the scratch or the output beyond that. */
+static int include_allowed(const grader *g, const lesson_info *li, const char *path)
+{
+    if (diag_shown(g, li, path)) return 1;
+    if (under(path, g->course) || under(path, g->work) || (g->out && under(path, g->out)))
+        return 0;
+    for (int i = 0; i < g->sbx.system_ro.n; ++i)
+        if (under(path, g->sbx.system_ro.v[i]) && strncmp(g->sbx.system_ro.v[i], "/etc", 4) != 0)
+            return 1;
+    return 0;
+}
+
+/* The compile command CMake wrote for `file` (compile_commands.json). */
+static char *compile_command(const grader *g, const char *file, char **dir)
+{
+    char *path = path_join(g->build, "compile_commands.json");
+    char *text = read_file(path, 16u << 20, NULL, NULL);
+    free(path);
+    if (text == NULL) return NULL;
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    char *cmd = NULL;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, root)
+    {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(e, "file");
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(e, "command");
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(e, "directory");
+        if (cJSON_IsString(f) && cJSON_IsString(c) && cJSON_IsString(d) &&
+            strcmp(f->valuestring, file) == 0) {
+            cmd = xstrdup(c->valuestring);
+            *dir = xstrdup(d->valuestring);
+            break;
+        }
+    }
+    cJSON_Delete(root);
+    return cmd;
+}
+
+/* The command with "-o OBJECT -c" made "-M": the preprocessor lists every
+ * file the compile would read, and compiles nothing. */
+static char *deps_command(const char *cmd)
+{
+    strlist w = {0};
+    char *copy = xstrdup(cmd);
+    char *save = NULL;
+    for (char *t = strtok_r(copy, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+        if (strcmp(t, "-o") == 0) {
+            strtok_r(NULL, " ", &save);
+            continue;
+        }
+        strlist_add(&w, strcmp(t, "-c") == 0 ? "-M" : t);
+    }
+    sbuf b = {0};
+    for (int i = 0; i < w.n; ++i) sbuf_addf(&b, "%s%s", i ? " " : "", w.v[i]);
+    free(copy);
+    strlist_free(&w);
+    return sbuf_take(&b);
+}
+
+/* Before the build: every file the student's files include, listed by the
+ * preprocessor in the build's sandbox (which shows no solutions/, grader/
+ * or other submission anyway), must be one include_allowed() accepts. */
+static lesson_state include_check(grader *g, const lesson_info *li, char **summary,
+                                  char **detail, char **why)
+{
+    sbuf bad = {0};
+    for (int k = 0; k < li->exercise.n; ++k) {
+        char *file = xasprintf("%s/%s/%s", g->student_root, li->name, li->exercise.v[k]);
+        char *dir = NULL;
+        char *cmd = compile_command(g, file, &dir);
+        if (cmd == NULL) {
+            free(file);
+            continue; /* the build will say what is wrong */
+        }
+        char *deps = deps_command(cmd);
+        char *shell = xasprintf("cd '%s' && %s", dir, deps);
+        char *argv[] = {"sh", "-c", shell, NULL};
+        proc_opts o = {.timeout_s = g->build_timeout, .head = 4 << 20, .tail = 1 << 20};
+        proc_result r;
+        int rc = run_step(g, STEP_BUILD, li, NULL, argv, NULL, &o, &r);
+        if (rc != 0) {
+            char *errs = student_diagnostics(g, li, r.output);
+            *detail = scrub(g, errs);
+            free(errs);
+            *summary = r.timed_out
+                           ? xasprintf("compile error: the preprocessor ran past %.0f s",
+                                       g->build_timeout)
+                           : xstrdup("compile error");
+            *why = xasprintf("not run: %s (the build output is in the lesson's notes)", *summary);
+        } else {
+            /* the make rule "NAME.o : DEPS" (anything printed before it, a
+             * compiler's note, is not a dependency) */
+            const char *rule = strstr(r.output, ".o : ");
+            const char *colon = rule ? rule + 3 : strstr(r.output, ".o: ");
+            if (colon && !rule) colon += 2;
+            if (colon == NULL) /* nothing is allowed that could not be listed */
+                sbuf_add(&bad, "(the preprocessor's list of included files could not be "
+                         "read)\n");
+            char *list = xstrdup(colon ? colon + 1 : "");
+            char *save = NULL;
+            for (char *t = strtok_r(list, " \t\n\\", &save); t;
+                 t = strtok_r(NULL, " \t\n\\", &save)) {
+                char *abs = t[0] == '/' ? norm_path(t) : NULL;
+                if (abs == NULL) {
+                    char *j = path_join(dir, t);
+                    abs = norm_path(j);
+                    free(j);
+                }
+                if (!include_allowed(g, li, abs)) sbuf_addf(&bad, "%s\n", abs);
+                free(abs);
+            }
+            free(list);
+        }
+        proc_result_free(&r);
+        free(shell);
+        free(deps);
+        free(cmd);
+        free(dir);
+        free(file);
+        if (*summary) break;
+    }
+    if (*summary) {
+        sbuf_free(&bad);
+        return L_BUILD_FAILED;
+    }
+    if (bad.len == 0) {
+        sbuf_free(&bad);
+        return L_GRADED;
+    }
+    *summary = xstrdup("refused: a graded file includes a file other than the lesson's public "
+                       "headers");
+    char *list = scrub(g, sbuf_str(&bad));
+    *detail = xasprintf("Your file may include the lesson's header, common/'s headers and the "
+                        "system's (CUDA, C, C++); it includes:\n%s", list);
+    free(list);
+    *why = xasprintf("not run: %s", *summary);
+    sbuf_free(&bad);
+    return L_BUILD_FAILED;
 }
 
 lesson_state build_lesson(grader *g, submission *s, lesson_result *lr, const char *progress,
@@ -126,20 +337,20 @@ lesson_state build_lesson(grader *g, submission *s, lesson_result *lr, const cha
         return L_SETUP_FAILED;
     }
     clean_student_build(g, li);
-    strlist targets = {0};
-    strlist_add(&targets, li->test);
+    lesson_state inc = include_check(g, li, summary, detail, why);
+    if (inc != L_GRADED) return inc;
     proc_result br;
-    int brc = build_targets(g, targets.v, targets.n, g->build_timeout, &br);
-    strlist_free(&targets);
+    int brc = build_targets(g, li, g->build_timeout, &br);
     lr->build_s = br.elapsed_s;
+    char *errs = student_diagnostics(g, li, br.output);
     char *logname = xasprintf("%s-build.log", li->number);
-    write_log(g, s, logname, br.output);
+    write_log(g, s, logname, errs);
     free(logname);
     if (brc == 0 && !br.timed_out) {
+        free(errs);
         proc_result_free(&br);
         return L_GRADED;
     }
-    char *errs = build_errors(br.output);
     *detail = scrub(g, errs);
     free(errs);
     int link = strstr(br.output, "undefined reference") || strstr(br.output, "multiple definition") ||

@@ -224,12 +224,13 @@ const speed_rec *speed_find(const speed_log *log, const char *lesson, const char
     return found;
 }
 
-/* No report: keep what the output says about the cases that ended, and why. */
+/* No report: keep what the output says about the cases that ended (their
+ * statuses: the verify stage still bears out every pass), and why. */
 static void suite_no_report(const proc_result *r, const suite_run *logged, suite_run *sr)
 {
+    /* statuses only: without a report, the messages would be raw output */
     for (int i = 0; i < logged->n; ++i)
-        case_add(sr, logged->cases[i].test, logged->cases[i].status, logged->cases[i].message,
-                 logged->cases[i].extra);
+        case_add(sr, logged->cases[i].test, logged->cases[i].status, "", "");
     if (r->interrupted) {
         sr->state = SR_KILLED;
         sr->why = xstrdup("grading was interrupted");
@@ -245,28 +246,39 @@ static void suite_no_report(const proc_result *r, const suite_run *logged, suite
         else
             sr->why = xasprintf("the test program wrote no report (exit status %d)",
                                 r->exit_code);
-        if (logged->n == 0 && r->output[0]) { /* it never got going: say what it printed */
-            char *t = trim_middle(r->output, 300, 300);
-            char *w = xasprintf("%s; it printed: %s", sr->why, t);
-            free(sr->why);
-            sr->why = w;
-            free(t);
-        }
+        /* what it printed stays in the instructors' log: a student sees
+         * only what the grader itself says */
     }
 }
 
-void run_suite(grader *g, const char *binary, const char *suite, double timeout, suite_run *sr,
-               char **log_out)
+void run_suite(grader *g, step_kind kind, const submission_keys *keys, const char *binary,
+               const char *suite, double timeout, suite_run *sr, char **log_out,
+               char **evidence_out)
 {
     memset(sr, 0, sizeof *sr);
     sr->suite = xstrdup(suite);
-    char *json = path_join(g->run_dir, "report.json");
-    char *speed = path_join(g->run_dir, "speed.jsonl");
-    unlink(json);
-    unlink(speed);
+    if (evidence_out) *evidence_out = NULL;
+    /* a fresh scratch folder per run: the report, the speed log and the
+     * evidence are written there, and nowhere else can the run write */
+    char *name = xasprintf("%s-%s", kind == STEP_TRUSTED ? "trusted" : "test", suite);
+    for (char *p = name; *p; ++p)
+        if (*p == '/') *p = '_';
+    char *scratch = step_scratch(g, name);
+    free(name);
+    if (scratch == NULL) {
+        sr->state = SR_NOT_RUN;
+        sr->why = xstrdup("the grader could not make the run's scratch folder");
+        return;
+    }
+    char *json = path_join(scratch, "report.json");
+    char *speed = path_join(scratch, "speed.jsonl");
+    char *evidence = path_join(scratch, "evidence.bin");
     char *json_opt = xasprintf("--json=%s", json);
     char *filter = xasprintf("%s/*", suite);
     char *speed_env = xasprintf("FUSIONLAB_SPEED_LOG=%s", speed);
+    char *evidence_env = xasprintf("FUSIONLAB_EVIDENCE=%s", evidence);
+    char *salt_env = xasprintf("FUSIONLAB_EVIDENCE_SALT=%s", keys && keys->salt ? keys->salt : "0");
+    char *seed_env = keys && keys->seed ? xasprintf("FUSIONLAB_GRADE_SEED=%s", keys->seed) : NULL;
     char tmo[32];
     snprintf(tmo, sizeof tmo, "%g", g->test_timeout);
     char *argv[12];
@@ -284,12 +296,13 @@ void run_suite(grader *g, const char *binary, const char *suite, double timeout,
         argv[k++] = tmo;
     }
     argv[k] = NULL;
-    const char *env_set[3] = {speed_env, NULL, NULL};
-    if (g->no_gpu) env_set[1] = "CUDA_VISIBLE_DEVICES=";
-    proc_opts o = {.timeout_s = timeout, .cwd = g->run_dir, .env_set = env_set,
-                   .head = TEST_OUTPUT_KEEP, .tail = TEST_OUTPUT_KEEP};
+    const char *env_set[7] = {speed_env, evidence_env, salt_env, NULL, NULL, NULL, NULL};
+    int e = 3;
+    if (seed_env) env_set[e++] = seed_env;
+    if (g->no_gpu) env_set[e++] = "CUDA_VISIBLE_DEVICES=";
+    proc_opts o = {.timeout_s = timeout, .head = TEST_OUTPUT_KEEP, .tail = TEST_OUTPUT_KEEP};
     proc_result r;
-    proc_run(argv, &o, &r);
+    run_step(g, kind, NULL, scratch, argv, env_set, &o, &r);
     sr->elapsed = r.elapsed_s;
 
     suite_run logged = {0};
@@ -315,11 +328,17 @@ void run_suite(grader *g, const char *binary, const char *suite, double timeout,
     speed_log_load(speed, &sr->speed);
     if (log_out) *log_out = xstrdup(r.output);
     proc_result_free(&r);
+    if (evidence_out && is_file(evidence)) *evidence_out = xstrdup(evidence);
     free(json);
     free(speed);
+    free(evidence);
     free(json_opt);
     free(filter);
     free(speed_env);
+    free(evidence_env);
+    free(salt_env);
+    free(seed_env);
+    free(scratch);
 }
 
 void suite_run_free(suite_run *sr)
@@ -337,10 +356,11 @@ void suite_run_free(suite_run *sr)
 
 /* Each suite in the rubric's order, each once, within the lesson's budget. */
 suite_run *run_suites(grader *g, submission *s, lesson_result *lr, const char *binary,
-                      const strlist *suites, const char *progress)
+                      const strlist *suites, const char *progress, char ***evidence)
 {
     double t_start = now_s();
     suite_run *runs = xcalloc((size_t)(suites->n + 1), sizeof *runs);
+    *evidence = xcalloc((size_t)(suites->n + 1), sizeof **evidence);
     sbuf alllog = {0};
     for (int i = 0; i < suites->n; ++i) {
         double left = g->lesson_timeout - (now_s() - t_start);
@@ -355,7 +375,8 @@ suite_run *run_suites(grader *g, submission *s, lesson_result *lr, const char *b
         double limit = g->suite_timeout < left ? g->suite_timeout : left;
         fprintf(stderr, "%s: running %s (limit %.0f s)\n", progress, suites->v[i], limit);
         char *log = NULL;
-        run_suite(g, binary, suites->v[i], limit, &runs[i], &log);
+        run_suite(g, STEP_TEST, &s->keys, binary, suites->v[i], limit, &runs[i], &log,
+                  &(*evidence)[i]);
         sbuf_addf(&alllog, "==== suite %s: %.1f s%s%s\n", suites->v[i], runs[i].elapsed,
                   runs[i].why ? " -- " : "", runs[i].why ? runs[i].why : "");
         if (runs[i].state == SR_KILLED || runs[i].state == SR_NO_REPORT) {
@@ -374,6 +395,44 @@ suite_run *run_suites(grader *g, submission *s, lesson_result *lr, const char *b
     free(runlog);
     sbuf_free(&alllog);
     return runs;
+}
+
+/* The worked solution's test program on the same suites and inputs as the
+ * student's runs, sandboxed too; then verify_lesson(). NULL when every pass
+ * the student's report claims is borne out, else why not. */
+char *verify_runs(grader *g, submission *s, lesson_result *lr, const strlist *suites,
+                  const suite_run *runs, char *const *evidence, const char *progress)
+{
+    const lesson_info *li = lr->li;
+    if (li->solution_test == NULL)
+        return xstrdup("this course tree has no worked solution to verify the report against");
+    char *binary = path_join(g->build, li->solution_test);
+    suite_run *tru = xcalloc((size_t)(suites->n + 1), sizeof *tru);
+    char **tev = xcalloc((size_t)(suites->n + 1), sizeof *tev);
+    double t0 = now_s();
+    for (int i = 0; i < suites->n; ++i) {
+        int claims = 0;
+        for (int c = 0; c < runs[i].n; ++c) claims |= runs[i].cases[c].status == CR_PASSED;
+        if (!claims) { /* nothing to bear out */
+            tru[i].suite = xstrdup(suites->v[i]);
+            tru[i].state = SR_OK;
+            continue;
+        }
+        fprintf(stderr, "%s: verifying %s against the worked solution\n", progress,
+                suites->v[i]);
+        run_suite(g, STEP_TRUSTED, &s->keys, binary, suites->v[i], g->suite_timeout, &tru[i],
+                  NULL, &tev[i]);
+    }
+    lr->verify_s = now_s() - t0;
+    char *why = verify_lesson(suites, runs, evidence, tru, tev);
+    for (int i = 0; i < suites->n; ++i) {
+        suite_run_free(&tru[i]);
+        free(tev[i]);
+    }
+    free(tru);
+    free(tev);
+    free(binary);
+    return why;
 }
 
 /* ---- 4b. the sanitizer ---------------------------------------------------------- */
@@ -451,8 +510,8 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
 {
     const lesson_info *li = lr->li;
     char *script = path_join(g->course, "tools/sanitize");
-    char *outdir = path_join(g->run_dir, "sanitize");
-    rm_rf(outdir);
+    char *outdir = step_scratch(g, "sanitize");
+    if (outdir == NULL) outdir = path_join(g->run_dir, "sanitize"); /* the run will say */
     char per_tool[32];
     double each = g->sanitizer_timeout / 4.0;
     snprintf(per_tool, sizeof per_tool, "%ld", each < 1.0 ? 1L : (long)each);
@@ -462,14 +521,17 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
         sbuf_addf(&files, "%s%s", i ? " " : "", li->exercise.v[i]);
     char *argv[] = {"sh", script, "--tool", "all", "--timeout", per_tool, "--out", outdir,
                     "--files", (char *)sbuf_str(&files), (char *)binary, NULL};
-    const char *env_set[2] = {NULL, NULL};
-    if (g->no_gpu) env_set[0] = "CUDA_VISIBLE_DEVICES=";
+    char *seed_env = s->keys.seed ? xasprintf("FUSIONLAB_GRADE_SEED=%s", s->keys.seed) : NULL;
+    const char *env_set[3] = {NULL, NULL, NULL};
+    int e = 0;
+    if (seed_env) env_set[e++] = seed_env;
+    if (g->no_gpu) env_set[e++] = "CUDA_VISIBLE_DEVICES=";
     /* tools/sanitize bounds each tool itself; this is the backstop */
-    proc_opts o = {.timeout_s = g->sanitizer_timeout + 60, .cwd = g->run_dir, .env_set = env_set,
-                   .head = 1 << 20, .tail = 1 << 20};
+    proc_opts o = {.timeout_s = g->sanitizer_timeout + 60, .head = 1 << 20, .tail = 1 << 20};
     fprintf(stderr, "%s: compute-sanitizer (limit %.0f s)\n", progress, g->sanitizer_timeout);
     proc_result r;
-    proc_run(argv, &o, &r);
+    run_step(g, STEP_TEST, li, outdir, argv, env_set, &o, &r);
+    free(seed_env);
 
     sanitizer_log(g, s, li, &r, outdir);
 

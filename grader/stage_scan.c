@@ -10,6 +10,7 @@
 #include "stages.h"
 
 #include <ftw.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +42,10 @@ static void split_words(const char *s, strlist *out)
     sbuf_free(&w);
 }
 
-static void nm_names(char *const *files, int n, int dynamic, int strong_only, strset *out)
+/* nm over `files`; `g` given: in the scan's sandbox (a student's objects
+ * are untrusted input even to nm). */
+static void nm_names(grader *g, char *const *files, int n, int dynamic, int strong_only,
+                     strset *out)
 {
     if (n == 0) return;
     char **argv = xcalloc((size_t)n + 6, sizeof *argv);
@@ -54,7 +58,8 @@ static void nm_names(char *const *files, int n, int dynamic, int strong_only, st
     for (int i = 0; i < n; ++i) argv[k++] = files[i];
     proc_opts o = {.timeout_s = 120, .head = 64u << 20, .tail = 1};
     proc_result r;
-    proc_run(argv, &o, &r);
+    if (g) run_step(g, STEP_SCAN, NULL, NULL, argv, NULL, &o, &r);
+    else proc_run(argv, &o, &r);
     free(argv);
     char *save = NULL;
     for (char *line = strtok_r(r.output, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -166,8 +171,8 @@ static strset *harness_symbols(grader *g, const lesson_info *li)
         if (p) strlist_add(&shared, p);
         free(p);
     }
-    nm_names(statics.v, statics.n, 0, 0, &h->names);
-    nm_names(shared.v, shared.n, 1, 0, &h->names);
+    nm_names(NULL, statics.v, statics.n, 0, 0, &h->names);
+    nm_names(NULL, shared.v, shared.n, 1, 0, &h->names);
     strset_add(&h->names, "main");
     h->ok = statics.n > 0;
     free(student_lib);
@@ -225,7 +230,7 @@ static char *symbol_clashes(grader *g, const lesson_info *li)
     int shown = 0;
     for (int i = 0; i < objs.n; ++i) {
         strset mine = {0};
-        nm_names(&objs.v[i], 1, 0, 1, &mine);
+        nm_names(g, &objs.v[i], 1, 0, 1, &mine);
         char *src = xstrndup(path_base(objs.v[i]), strlen(path_base(objs.v[i])) - 2);
         for (size_t k = 0; k < mine.n; ++k) {
             if (!strset_has(harness, mine.v[k])) continue;
@@ -249,11 +254,23 @@ static char *symbol_clashes(grader *g, const lesson_info *li)
     return shown ? sbuf_take(&msg) : (sbuf_free(&msg), NULL);
 }
 
+/* The lesson's public headers: every .h of lessons/NN-name/. */
+static void lesson_headers(const grader *g, const lesson_info *li, strlist *out)
+{
+    char *pat = xasprintf("%s/lessons/%s/*.h", g->course, li->name);
+    glob_t gl;
+    if (glob(pat, 0, NULL, &gl) == 0) {
+        for (size_t i = 0; i < gl.gl_pathc; ++i) strlist_add(out, gl.gl_pathv[i]);
+        globfree(&gl);
+    }
+    free(pat);
+}
+
 /* The object scan: tools/scan-objects over the student's object files, with
  * the course's libraries of this scratch build as what they must not
  * repeat or call. 1 and *out = its lines when it flags something, 0 when
- * not, -1 and *out = why when it cannot tell (the lesson is then graded as
- * usual, with a note). */
+ * not, -1 and *out = why when it cannot tell (the lesson then scores 0:
+ * what cannot be scanned is not graded). */
 static int object_scan(grader *g, const lesson_info *li, char **out)
 {
     *out = NULL;
@@ -286,11 +303,21 @@ static int object_scan(grader *g, const lesson_info *li, char **out)
         argv[k++] = "--rules";
         argv[k++] = rules;
     }
+    /* the lesson's API: what its headers declare is all a student file may
+     * define (besides its own kernels) */
+    strlist api = {0};
+    lesson_headers(g, li, &api);
+    argv = xrealloc(argv, (size_t)(objs.n + 12 + 2 * api.n) * sizeof *argv);
+    for (int i = 0; i < api.n; ++i) {
+        argv[k++] = "--api";
+        argv[k++] = api.v[i];
+    }
     for (int i = 0; i < objs.n; ++i) argv[k++] = objs.v[i];
     argv[k] = NULL;
     proc_opts o = {.timeout_s = 120, .head = 256 << 10, .tail = 16 << 10};
     proc_result r;
-    proc_run(argv, &o, &r);
+    run_step(g, STEP_SCAN, li, NULL, argv, NULL, &o, &r);
+    strlist_free(&api);
     int rc = -1;
     if (r.started && !r.timed_out && !r.interrupted && r.term_signal == 0 &&
         (r.exit_code == 0 || r.exit_code == 1)) {
@@ -345,8 +372,18 @@ lesson_state scan_lesson(grader *g, lesson_result *lr, char **summary, char **de
         free(flags);
         return L_FLAGGED;
     }
-    if (scan < 0) strlist_addf(&lr->notes, "the object scan could not run (%s): graded as usual",
-                               flags);
+    if (scan < 0) {
+        /* nothing is graded that the scan could not read: an object made to
+         * break the scan would otherwise pass it */
+        *summary = xstrdup("flagged: the object scan could not read the graded files' objects "
+                           "(every check scores 0)");
+        char *f = scrub(g, flags);
+        *detail = xasprintf("the object scan could not run: %s", f);
+        free(f);
+        *why = xasprintf("not run: %s", *detail);
+        free(flags);
+        return L_FLAGGED;
+    }
     free(flags);
     return L_GRADED;
 }

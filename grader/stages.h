@@ -42,6 +42,19 @@ typedef struct {
     char *output;
 } sanitizer_run;
 
+/* steps.c: every step that compiles, reads or runs a student's code goes
+ * through run_step, which sandboxes it (see steps.c for what each kind of
+ * step sees). `scratch` (or NULL) is the step's writable folder and working
+ * directory; `env` its variables (NAME=value, NULL-ended). Returns what
+ * proc_run returns. */
+typedef enum { STEP_BUILD, STEP_SCAN, STEP_TEST, STEP_TRUSTED } step_kind;
+int run_step(grader *g, step_kind kind, const lesson_info *li, const char *scratch,
+             char *const argv[], const char *const *env, proc_opts *o, proc_result *r);
+/* --sandbox-probe: argv[0] a script to run as a test step (steps.c). */
+int sandbox_probe(grader *g, char *const argv[]);
+/* A fresh, empty run_dir/NAME the sandbox's user may write (NULL on error). */
+char *step_scratch(grader *g, const char *name);
+
 /* lesson.c */
 /* logs/NAME of the submission's output, scrubbed and trimmed */
 void write_log(grader *g, submission *s, const char *name, const char *text);
@@ -59,13 +72,27 @@ lesson_state scan_lesson(grader *g, lesson_result *lr, char **summary, char **de
 /* stage_run.c */
 /* One suite of a test program, with its own wall-clock limit; *log_out (when
  * not NULL): what it printed. */
-void run_suite(grader *g, const char *binary, const char *suite, double timeout, suite_run *sr,
-               char **log_out);
+void run_suite(grader *g, step_kind kind, const submission_keys *keys, const char *binary,
+               const char *suite, double timeout, suite_run *sr, char **log_out,
+               char **evidence_out);
 void suite_run_free(suite_run *sr);
 /* Each of `suites` in turn within the lesson's time budget (its log:
  * NN-tests.log); an array of suites->n runs, to free with suite_run_free. */
 suite_run *run_suites(grader *g, submission *s, lesson_result *lr, const char *binary,
-                      const strlist *suites, const char *progress);
+                      const strlist *suites, const char *progress, char ***evidence);
+/* The worked solution's runs on the same inputs, then verify_lesson: NULL
+ * when the student's report claims nothing the grader cannot bear out. */
+char *verify_runs(grader *g, submission *s, lesson_result *lr, const strlist *suites,
+                  const suite_run *runs, char *const *evidence, const char *progress);
+
+/* audit.c: NULL when every passing speed check's claim agrees with the
+ * kernel times Nsight Compute measures; else why not (no GPU: NULL). */
+char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binary,
+                  const strlist *suites, const suite_run *runs, const char *progress);
+
+/* verify.c */
+char *verify_lesson(const strlist *suites, const suite_run *student, char *const *student_ev,
+                    const suite_run *trusted, char *const *trusted_ev);
 /* The sanitizer stage: compute-sanitizer on the test program, once, when a
  * sanitizer check of the rubric is worth points (not after a suite ran
  * past its limit); otherwise san is left as it is. */

@@ -1,10 +1,14 @@
 /* tests/fl_test.c — see fl_test.h. */
+#define _POSIX_C_SOURCE 200809L
 #include "fl_test.h"
 #include "device.h"
+#include "evidence.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef FUSIONLAB_HAVE_CJSON
 #include <cJSON.h>
@@ -297,4 +301,62 @@ void fl_test_speed_record(const char *label, double baseline_us, double candidat
     fprintf(stderr, "FUSIONLAB_SPEED_LOG is set, but the tests were built without cJSON: "
                     "no speed record written\n");
 #endif
+}
+
+/* ---- evidence for the grader (common/evidence.h) --------------------------- */
+
+static int g_evidence_fd = -1;
+static uint64_t g_evidence_salt;
+
+static void copy_name(char *dst, size_t cap, const char *src)
+{
+    memset(dst, 0, cap);
+    if (src) strncpy(dst, src, cap - 1);
+}
+
+/* One record per comparison, written with one write() on a descriptor
+ * opened for appending: the grader reads whole records only. */
+static void evidence_observer(const float *got, const double *want, size_t n,
+                              const fl_compare_opts *o, const fl_compare_result *r)
+{
+    size_t m = fl_evidence_count(n);
+    size_t bytes = sizeof(fl_evidence_head) + m * sizeof(fl_evidence_sample);
+    unsigned char *rec = calloc(1, bytes);
+    if (rec == NULL) return;
+    fl_evidence_head *h = (fl_evidence_head *)rec;
+    memcpy(h->magic, FL_EVIDENCE_MAGIC, sizeof FL_EVIDENCE_MAGIC);
+    copy_name(h->suite, sizeof h->suite, criterion_current_suite ? criterion_current_suite->name : "");
+    copy_name(h->test, sizeof h->test, criterion_current_test ? criterion_current_test->name : "");
+    copy_name(h->what, sizeof h->what, o->what);
+    h->n = n;
+    h->key = fl_evidence_key(want, n, g_evidence_salt);
+    h->pid = (uint64_t)getpid();
+    h->atol = o->atol;
+    h->rtol = o->rtol;
+    h->count = (uint32_t)m;
+    h->verdict = r->n_bad == 0;
+    fl_evidence_sample *s = (fl_evidence_sample *)(rec + sizeof *h);
+    for (size_t k = 0; k < m; ++k) {
+        size_t i = (size_t)fl_evidence_index(k, n, g_evidence_salt);
+        s[k].index = i;
+        s[k].want = want[i];
+        s[k].got = got[i];
+    }
+    if (write(g_evidence_fd, rec, bytes) != (ssize_t)bytes)
+        fprintf(stderr, "FUSIONLAB_EVIDENCE: a record could not be written\n");
+    free(rec);
+}
+
+__attribute__((constructor)) static void evidence_init(void)
+{
+    const char *path = getenv("FUSIONLAB_EVIDENCE");
+    if (path == NULL || path[0] == '\0') return;
+    const char *salt = getenv("FUSIONLAB_EVIDENCE_SALT");
+    g_evidence_salt = salt ? strtoull(salt, NULL, 16) : 0;
+    g_evidence_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    if (g_evidence_fd < 0) {
+        fprintf(stderr, "FUSIONLAB_EVIDENCE: cannot open %s\n", path);
+        return;
+    }
+    fl_compare_set_observer(evidence_observer);
 }

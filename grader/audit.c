@@ -1,0 +1,266 @@
+/* grader/audit.c — the speed audit: the student's speed claim against what
+ * the GPU itself measured.
+ *
+ * A passing speed check's figures (the speed log) are the student's
+ * program's word. For each one, the grader runs the same speed check again
+ * under Nsight Compute (ncu, in the test's sandbox, a short run:
+ * FUSIONLAB_TIMING_AUDIT), which times every kernel on the GPU
+ * (gpu__time_duration, clocks and caches left alone). The baseline and the
+ * student's version run the same number of times, interleaved, so
+ *
+ *   measured speedup = sum of the baseline's kernel times
+ *                      / sum of the student's kernel times
+ *
+ * needs no count of calls. Kernels are told apart by name: the student's
+ * are those their objects define (nvcc gives every __global__ function a
+ * host stub, `__device_stub__` + its name), the harness's those of
+ * common/ and the test library (flushes, holds, checksums), and every other
+ * kernel is the baseline's (its own and cuBLAS's). A claim above
+ * AUDIT_SLACK x the measured speedup, or a passing speed check during
+ * which no kernel of the student's ran, makes the lesson score 0.
+ */
+#define _XOPEN_SOURCE 700
+#include "stages.h"
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define AUDIT_SLACK 1.3 /* kernel times against the protocol's: noise and flushes */
+
+/* The kernels an object or library defines: T symbols K for which nvcc's
+ * stub _Z<n>__device_stub__<K without its leading _> exists. */
+static void kernels_of(grader *g, char *const *files, int n, int sandboxed, strset *out)
+{
+    if (n == 0) return;
+    char **argv = xcalloc((size_t)n + 4, sizeof *argv);
+    int k = 0;
+    argv[k++] = "nm";
+    argv[k++] = "-P";
+    argv[k++] = "--defined-only";
+    for (int i = 0; i < n; ++i) argv[k++] = files[i];
+    proc_opts o = {.timeout_s = 120, .head = 64u << 20, .tail = 1};
+    proc_result r;
+    if (sandboxed) run_step(g, STEP_SCAN, NULL, NULL, argv, NULL, &o, &r);
+    else proc_run(argv, &o, &r);
+    free(argv);
+    strset stubs = {0};
+    strlist defs = {0};
+    char *save = NULL;
+    for (char *line = strtok_r(r.output, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char name[4096], type[8];
+        if (sscanf(line, "%4095s %7s", name, type) != 2) continue;
+        const char *st = strstr(name, "__device_stub__");
+        if (starts_with(name, "_Z") && st) strset_add(&stubs, st + strlen("__device_stub__"));
+        else if (type[0] == 'T' || type[0] == 't') strlist_add(&defs, name);
+    }
+    /* a stub's tail is the kernel's name (less its "_") and then the
+     * parameter types again: match by prefix */
+    for (int i = 0; i < defs.n; ++i) {
+        const char *kname = defs.v[i];
+        if (kname[0] != '_') continue;
+        for (size_t j = 0; j < stubs.n; ++j)
+            if (starts_with(stubs.v[j], kname + 1)) {
+                strset_add(out, kname);
+                break;
+            }
+    }
+    strset_free(&stubs);
+    strlist_free(&defs);
+    proc_result_free(&r);
+}
+
+static strlist *g_found;
+
+static int collect_o(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st; (void)ftw;
+    if (flag == FTW_F && ends_with(path, ".o")) strlist_add(g_found, path);
+    return 0;
+}
+
+/* "a","b",...: the fields of one CSV line (ncu quotes every field). */
+static void csv_fields(const char *line, strlist *out)
+{
+    sbuf f = {0};
+    int q = 0;
+    for (const char *p = line;; ++p) {
+        if (*p == '"') {
+            if (q && p[1] == '"') {
+                sbuf_addn(&f, "\"", 1);
+                ++p;
+            } else {
+                q = !q;
+            }
+            continue;
+        }
+        if ((*p == ',' && !q) || *p == '\0' || *p == '\r') {
+            strlist_add(out, sbuf_str(&f));
+            f.len = 0;
+            if (f.s) f.s[0] = '\0';
+            if (*p != ',') break;
+            continue;
+        }
+        sbuf_addn(&f, p, 1);
+    }
+    sbuf_free(&f);
+}
+
+typedef struct {
+    double student_ns, baseline_ns;
+    int student_n, baseline_n, rows;
+    char *clash;   /* a student kernel named like a baseline one */
+    strlist seen;  /* the first kernels' names, for a message */
+} audit_sum;
+
+/* Sum ncu's CSV (--page raw) by whose kernel each row is. */
+static void sum_csv(const char *csv, strset *mine, strset *harness, strset *base, audit_sum *a)
+{
+    char *copy = xstrdup(csv);
+    char *save = NULL;
+    int col_name = -1, col_time = -1;
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (line[0] != '"') continue;
+        strlist f = {0};
+        csv_fields(line, &f);
+        if (col_name < 0) {
+            for (int i = 0; i < f.n; ++i) {
+                if (strcmp(f.v[i], "Kernel Name") == 0) col_name = i;
+                if (strcmp(f.v[i], "gpu__time_duration.sum") == 0) col_time = i;
+            }
+        } else if (col_time >= 0 && col_name < f.n && col_time < f.n) {
+            char *end = NULL;
+            double t = strtod(f.v[col_time], &end);
+            const char *name = f.v[col_name];
+            if (end != f.v[col_time] && t >= 0) {
+                a->rows++;
+                if (a->seen.n < 6 && !strlist_has(&a->seen, name)) strlist_add(&a->seen, name);
+                if (strset_has(mine, name)) {
+                    if (strset_has(base, name) && !a->clash) a->clash = xstrdup(name);
+                    a->student_ns += t;
+                    a->student_n++;
+                } else if (!strset_has(harness, name)) {
+                    a->baseline_ns += t;
+                    a->baseline_n++;
+                }
+            }
+        }
+        strlist_free(&f);
+    }
+    free(copy);
+}
+
+/* ncu over one speed test; *why when it could not measure. */
+static int audit_test(grader *g, submission *s, const char *binary, const char *suite,
+                      const char *test, strset *mine, strset *harness, strset *base,
+                      audit_sum *a, char **why)
+{
+    memset(a, 0, sizeof *a);
+    *why = NULL;
+    char *scratch = step_scratch(g, "audit");
+    if (scratch == NULL) {
+        *why = xstrdup("the grader could not make the audit's scratch folder");
+        return -1;
+    }
+    char *csv = path_join(scratch, "ncu.csv");
+    char *filter = xasprintf("%s/%s", suite, test);
+    char *seed_env = xasprintf("FUSIONLAB_GRADE_SEED=%s", s->keys.seed ? s->keys.seed : "");
+    const char *env[] = {"FUSIONLAB_TIMING_AUDIT=1", seed_env, NULL};
+    char *argv[] = {"ncu", "--target-processes", "all", "--clock-control", "none",
+                    "--cache-control", "none", "--print-kernel-base", "mangled", "--metrics",
+                    "gpu__time_duration.sum", "--csv", "--page", "raw", "--print-units", "base",
+                    "--log-file", csv, (char *)binary, "--jobs", "1", "--filter", filter, NULL};
+    proc_opts o = {.timeout_s = g->suite_timeout, .head = 1 << 20, .tail = 1 << 20};
+    proc_result r;
+    run_step(g, STEP_TEST, NULL, scratch, argv, env, &o, &r);
+    char *text = read_file(csv, 64u << 20, NULL, NULL);
+    if (text) sum_csv(text, mine, harness, base, a);
+    if (a->rows == 0) {
+        char *t = trim_middle(r.output, 300, 300);
+        *why = !r.started ? xstrdup("ncu (Nsight Compute) is not installed")
+                          : xasprintf("ncu measured no kernel (exit %d): %s", r.exit_code, t);
+        free(t);
+    }
+    free(text);
+    proc_result_free(&r);
+    free(seed_env);
+    free(filter);
+    free(csv);
+    free(scratch);
+    return a->rows ? 0 : -1;
+}
+
+char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binary,
+                  const strlist *suites, const suite_run *runs, const char *progress)
+{
+    const lesson_info *li = lr->li;
+    const rubric_lesson *rl = lr->rl;
+    if (!g->gpu) return NULL; /* no speed check ran */
+    strset mine = {0}, harness = {0}, base = {0};
+    strlist objs = {0};
+    g_found = &objs;
+    char *objdir = xasprintf("%s/CMakeFiles/lesson%s_student.dir", g->build, li->number);
+    nftw(objdir, collect_o, 16, FTW_PHYS);
+    free(objdir);
+    kernels_of(g, objs.v, objs.n, 1, &mine);
+    strlist_free(&objs);
+    char *libs[] = {path_join(g->build, "libfusionlab_common.a"),
+                    path_join(g->build, "libfusionlab_testlib.a"),
+                    xasprintf("%s/liblesson%s_baseline.a", g->build, li->number)};
+    kernels_of(g, libs, 2, 0, &harness);
+    kernels_of(g, libs + 2, 1, 0, &base);
+    sbuf why = {0};
+    for (int c = 0; c < rl->n; ++c) {
+        const rubric_check *k = &rl->checks[c];
+        if (k->kind != KIND_SPEED) continue;
+        int i = 0;
+        while (i < suites->n && strcmp(suites->v[i], k->suite) != 0) ++i;
+        if (i == suites->n) continue;
+        for (int j = 0; j < runs[i].speed.n; ++j) {
+            const speed_rec *claim = &runs[i].speed.v[j];
+            if (!claim->passed || (k->test && strcmp(claim->test, k->test) != 0)) continue;
+            fprintf(stderr, "%s: auditing %s::%s under ncu\n", progress, claim->suite,
+                    claim->test);
+            audit_sum a;
+            char *err = NULL;
+            if (audit_test(g, s, binary, claim->suite, claim->test, &mine, &harness, &base, &a,
+                           &err) != 0) {
+                strlist_addf(&lr->notes, "speed audit of %s::%s not run: %s", claim->suite,
+                             claim->test, err);
+                free(err);
+                continue;
+            }
+            double measured = a.student_ns > 0 ? a.baseline_ns / a.student_ns : 0.0;
+            if (a.clash)
+                sbuf_addf(&why, "%s::%s: a kernel of your file has the name of a baseline kernel "
+                          "(%s): rename it, so that the grader can tell your kernels from the "
+                          "baseline's\n", claim->suite, claim->test, a.clash);
+            else if (a.student_n == 0) {
+                sbuf_addf(&why, "%s::%s: the speed check passed, but no kernel of your file ran "
+                          "on the GPU during it (Nsight Compute saw %d kernels:", claim->suite,
+                          claim->test, a.rows);
+                for (int n = 0; n < a.seen.n; ++n) sbuf_addf(&why, " %s", a.seen.v[n]);
+                sbuf_addf(&why, "%s; your file's: ", a.rows > a.seen.n ? " ..." : "");
+                for (size_t n = 0; n < mine.n && n < 6; ++n) sbuf_addf(&why, "%s ", mine.v[n]);
+                sbuf_add(&why, ")\n");
+            }
+            else if (claim->speedup > AUDIT_SLACK * measured)
+                sbuf_addf(&why, "%s::%s: the test program claims %.2fx the baseline; the GPU "
+                          "measured %.2fx (Nsight Compute: baseline kernels %.1f us, yours %.1f "
+                          "us, summed over the same runs)\n", claim->suite, claim->test,
+                          claim->speedup, measured, a.baseline_ns / 1e3, a.student_ns / 1e3);
+            else
+                strlist_addf(&lr->notes, "speed audit %s::%s: claimed %.2fx, the GPU measured "
+                             "%.2fx (Nsight Compute): consistent", claim->suite, claim->test,
+                             claim->speedup, measured);
+            free(a.clash);
+            strlist_free(&a.seen);
+        }
+    }
+    for (int i = 0; i < 3; ++i) free(libs[i]);
+    strset_free(&mine);
+    strset_free(&harness);
+    strset_free(&base);
+    return why.len ? sbuf_take(&why) : (sbuf_free(&why), NULL);
+}

@@ -1,0 +1,183 @@
+/* grader/verify.c — the verify stage: a pass counts only as far as the
+ * grader can bear it out.
+ *
+ * The student's test program writes its report (Criterion's JSON) and its
+ * evidence (common/evidence.h: every output it compared, sampled, with the
+ * reference) into its sandbox's scratch: all of it is the student's
+ * program's word. The worked solution's test program runs the same suites
+ * on the same inputs (the same seed and salt) in a sandbox of its own: its
+ * evidence holds the trusted references. For every test, the grader then
+ * counts the cases it can verify itself: a case of the trusted run (one
+ * test process, so one pid) is verified when each output it compared has a
+ * record of the student's run with the same key whose sampled values are
+ * within the trusted record's tolerance of the trusted reference. A test
+ * whose report claims more passing cases than that (plus the cases that
+ * compare no output array, which only the report can speak for) makes the
+ * whole lesson score 0.
+ */
+#define _XOPEN_SOURCE 700
+#include "stages.h"
+#include "../common/evidence.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    fl_evidence_head h;
+    fl_evidence_sample *s;
+    int used;
+} ev_rec;
+
+typedef struct {
+    ev_rec *v;
+    int n;
+    int damaged; /* a record cut short or not a record at all */
+} ev_set;
+
+/* Records of `path` (none when NULL or missing). At most 256 MiB is read. */
+static void ev_load(const char *path, ev_set *e)
+{
+    memset(e, 0, sizeof *e);
+    if (path == NULL) return;
+    size_t len = 0;
+    int truncated = 0;
+    char *data = read_file(path, 256u << 20, &len, &truncated);
+    if (data == NULL) return;
+    e->damaged = truncated;
+    size_t off = 0;
+    while (off + sizeof(fl_evidence_head) <= len) {
+        fl_evidence_head h;
+        memcpy(&h, data + off, sizeof h);
+        if (memcmp(h.magic, FL_EVIDENCE_MAGIC, sizeof FL_EVIDENCE_MAGIC) != 0 ||
+            h.count > FL_EVIDENCE_SAMPLES ||
+            off + sizeof h + (size_t)h.count * sizeof(fl_evidence_sample) > len) {
+            e->damaged = 1;
+            break;
+        }
+        h.suite[sizeof h.suite - 1] = h.test[sizeof h.test - 1] = h.what[sizeof h.what - 1] = '\0';
+        e->v = xrealloc(e->v, (size_t)(e->n + 1) * sizeof *e->v);
+        ev_rec *r = &e->v[e->n++];
+        r->h = h;
+        r->used = 0;
+        r->s = xmalloc((size_t)h.count * sizeof *r->s + 1);
+        memcpy(r->s, data + off + sizeof h, (size_t)h.count * sizeof *r->s);
+        off += sizeof h + (size_t)h.count * sizeof *r->s;
+    }
+    if (off != len) e->damaged = 1;
+    free(data);
+}
+
+static void ev_free(ev_set *e)
+{
+    for (int i = 0; i < e->n; ++i) free(e->v[i].s);
+    free(e->v);
+    memset(e, 0, sizeof *e);
+}
+
+/* Whether the student's record s bears out the trusted record t. */
+static int bears_out(const ev_rec *s, const ev_rec *t)
+{
+    if (s->h.n != t->h.n || s->h.key != t->h.key || s->h.count != t->h.count ||
+        strcmp(s->h.what, t->h.what) != 0)
+        return 0;
+    for (uint32_t k = 0; k < t->h.count; ++k) {
+        if (s->s[k].index != t->s[k].index) return 0;
+        if (!fl_evidence_ok(s->s[k].got, t->s[k].want, t->h.atol, t->h.rtol)) return 0;
+    }
+    return 1;
+}
+
+/* Use up a record of `stu` (same suite and test) that bears out t. */
+static int take_match(ev_set *stu, const ev_rec *t)
+{
+    for (int i = 0; i < stu->n; ++i) {
+        ev_rec *s = &stu->v[i];
+        if (s->used || s->h.key != t->h.key || strcmp(s->h.suite, t->h.suite) != 0 ||
+            strcmp(s->h.test, t->h.test) != 0)
+            continue;
+        if (bears_out(s, t)) {
+            s->used = 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int count_passed(const suite_run *sr, const char *test)
+{
+    int n = 0;
+    for (int i = 0; i < sr->n; ++i)
+        if (sr->cases[i].status == CR_PASSED && strcmp(sr->cases[i].test, test) == 0) ++n;
+    return n;
+}
+
+/* For one test of one suite: the trusted run's cases that compared outputs
+ * (one pid each), how many of them the student's evidence bears out. */
+static void verify_test(const ev_set *tru, ev_set *stu, const char *suite, const char *test,
+                        int *instances, int *verified)
+{
+    *instances = *verified = 0;
+    for (int i = 0; i < tru->n; ++i) {
+        const ev_rec *a = &tru->v[i];
+        if (strcmp(a->h.suite, suite) != 0 || strcmp(a->h.test, test) != 0) continue;
+        int first = 1; /* the first record of this pid starts the case */
+        for (int j = 0; j < i && first; ++j)
+            if (tru->v[j].h.pid == a->h.pid && strcmp(tru->v[j].h.suite, suite) == 0 &&
+                strcmp(tru->v[j].h.test, test) == 0)
+                first = 0;
+        if (!first) continue;
+        ++*instances;
+        int ok = 1;
+        for (int j = i; j < tru->n && ok; ++j) {
+            const ev_rec *b = &tru->v[j];
+            if (b->h.pid != a->h.pid || strcmp(b->h.suite, suite) != 0 ||
+                strcmp(b->h.test, test) != 0)
+                continue;
+            ok = take_match(stu, b);
+        }
+        *verified += ok;
+    }
+}
+
+char *verify_lesson(const strlist *suites, const suite_run *student, char *const *student_ev,
+                    const suite_run *trusted, char *const *trusted_ev)
+{
+    sbuf why = {0};
+    for (int i = 0; i < suites->n; ++i) {
+        const suite_run *st = &student[i], *tr = &trusted[i];
+        if (tr->state != SR_OK) {
+            sbuf_addf(&why, "suite %s: the worked solution's run on the same inputs did not "
+                      "finish (%s), so nothing of this suite could be verified\n",
+                      suites->v[i], tr->why ? tr->why : "no report");
+            continue;
+        }
+        ev_set tev, sev;
+        ev_load(trusted_ev[i], &tev);
+        ev_load(student_ev[i], &sev);
+        if (tev.damaged)
+            sbuf_addf(&why, "suite %s: the worked solution's evidence is damaged (the grader's "
+                      "disk?)\n", suites->v[i]);
+        strlist tests = {0};
+        for (int c = 0; c < st->n; ++c)
+            if (!strlist_has(&tests, st->cases[c].test)) strlist_add(&tests, st->cases[c].test);
+        for (int t = 0; t < tests.n; ++t) {
+            int claimed = count_passed(st, tests.v[t]);
+            if (claimed == 0) continue;
+            int trusted_pass = count_passed(tr, tests.v[t]);
+            int instances, verified;
+            verify_test(&tev, &sev, suites->v[i], tests.v[t], &instances, &verified);
+            int unverifiable = trusted_pass > instances ? trusted_pass - instances : 0;
+            if (claimed > verified + unverifiable)
+                sbuf_addf(&why, "%s::%s: the report claims %d passing case%s; the grader can "
+                          "verify %d (%d compared outputs borne out against the worked "
+                          "solution's run on the same inputs, %d that compare none)\n",
+                          suites->v[i], tests.v[t], claimed, claimed == 1 ? "" : "s",
+                          verified + unverifiable, verified, unverifiable);
+        }
+        strlist_free(&tests);
+        ev_free(&tev);
+        ev_free(&sev);
+    }
+    return why.len ? sbuf_take(&why) : (sbuf_free(&why), NULL);
+}
