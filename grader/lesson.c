@@ -188,10 +188,16 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
     char **evidence = NULL;
     suite_run *runs = run_suites(g, s, lr, binary, &suites, progress, &evidence);
     /* 5: what the report claims, against the worked solution's run */
+    /* 5: the speed claims against the GPU's own clock (alone on the GPU);
+     * then, side by side, the sanitizer and the worked solution's runs on
+     * the same inputs, against which the report is verified */
+    char *unaudited = audit_speed(g, s, lr, binary, &suites, runs, progress);
+    char *result = path_join(g->work, "sanitizer-result");
+    pid_t san_pid = sanitizer_start(g, s, lr, binary, runs, suites.n, progress, result);
     char *unverified = verify_runs(g, s, lr, &suites, runs, evidence, progress);
-    char *unaudited = unverified ? NULL : audit_speed(g, s, lr, binary, &suites, runs, progress);
     sanitizer_run san = {ST_NOT_RUN, NULL};
-    if (!unverified && !unaudited) run_sanitizer(g, s, lr, binary, runs, suites.n, progress, &san);
+    sanitizer_finish(san_pid, result, lr, &san);
+    free(result);
     free(binary);
 
     /* 6: scores */

@@ -271,10 +271,14 @@ static lesson_state include_check(grader *g, const lesson_info *li, char **summa
             char *errs = student_diagnostics(g, li, r.output);
             *detail = scrub(g, errs);
             free(errs);
+            int oom = r.term_signal == 9 || strstr(r.output, "memory exhausted") ||
+                      strstr(r.output, "out of memory") || strstr(r.output, "bad_alloc");
             *summary = r.timed_out
                            ? xasprintf("compile error: the preprocessor ran past %.0f s",
                                        g->build_timeout)
-                           : xstrdup("compile error");
+                       : oom ? xstrdup("compile error: the compiler ran out of the memory a "
+                                       "build may use (8 GiB)")
+                             : xstrdup("compile error");
             *why = xasprintf("not run: %s (the build output is in the lesson's notes)", *summary);
         } else {
             /* the make rule "NAME.o : DEPS" (anything printed before it, a

@@ -9,9 +9,11 @@
 #include "stages.h"
 
 #include <cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define TEST_OUTPUT_KEEP (2u << 20) /* head and tail of a suite's output kept */
@@ -572,4 +574,57 @@ void run_sanitizer(grader *g, submission *s, lesson_result *lr, const char *bina
                                       "(a kernel that never ends?); the sanitizer would hang too");
             else sanitize(g, s, lr, binary, progress, san);
         }
+}
+
+/* ---- the sanitizer beside the trusted runs ---------------------------------- */
+
+/* The sanitizer stage in a child process of the grader, so that it runs
+ * while the worked solution's tests run for the verify stage (neither is
+ * timed). Its verdict, and the notes it adds, come back through `result`:
+ *   status\n  count of notes\n  note\n...  output */
+pid_t sanitizer_start(grader *g, submission *s, lesson_result *lr, const char *binary,
+                      const suite_run *runs, int n_runs, const char *progress,
+                      const char *result)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid != 0) return pid; /* the parent, or -1: sanitizer_finish says so */
+    int notes0 = lr->notes.n;
+    sanitizer_run san = {ST_NOT_RUN, NULL};
+    run_sanitizer(g, s, lr, binary, runs, n_runs, progress, &san);
+    sbuf b = {0};
+    sbuf_addf(&b, "%d\n%d\n", (int)san.status, lr->notes.n - notes0);
+    for (int i = notes0; i < lr->notes.n; ++i) {
+        char *one = str_replace_all(lr->notes.v[i], "\n", " ");
+        sbuf_addf(&b, "%s\n", one);
+        free(one);
+    }
+    if (san.output) sbuf_add(&b, san.output);
+    int rc = write_file_atomic(result, b.s ? b.s : "", b.len);
+    _exit(rc == 0 ? 0 : 1);
+}
+
+void sanitizer_finish(pid_t pid, const char *result, lesson_result *lr, sanitizer_run *san)
+{
+    san->status = ST_NOT_RUN;
+    san->output = NULL;
+    int status = 0;
+    if (pid > 0) while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    char *text = pid > 0 ? read_file(result, 4u << 20, NULL, NULL) : NULL;
+    int st = 0, nn = 0, used = 0;
+    if (text && sscanf(text, "%d\n%d\n%n", &st, &nn, &used) == 2) {
+        san->status = (check_status)st;
+        char *p = text + used;
+        for (int i = 0; i < nn && p; ++i) {
+            char *nl = strchr(p, '\n');
+            if (nl) *nl = '\0';
+            strlist_add(&lr->notes, p);
+            p = nl ? nl + 1 : NULL;
+        }
+        san->output = p && *p ? xstrdup(p) : NULL;
+    } else {
+        san->output = xstrdup("not run: the grader's sanitizer stage failed");
+    }
+    free(text);
+    unlink(result);
 }
