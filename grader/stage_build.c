@@ -136,20 +136,23 @@ static char *student_diagnostics(const grader *g, const lesson_info *li, const c
     return sbuf_take(&b);
 }
 
-/* Relink the lesson's test program, rebuilding the student's library, in
- * the build's sandbox. The target's "all" rule of make's Makefile2 is
- * used, not `cmake --build`: that first checks every file CMake read (the
- * worked solutions among them), and the sandbox does not show those. */
+/* Rebuild the student's library and relink the lesson's test program, in
+ * the build's sandbox, with each target's own build.make (its "depend" and
+ * "build" rules), as make's Makefile2 would after the targets it depends on:
+ * those (the harness, the baseline, lesson 04's probe and the worked
+ * solutions it links) were built once for the batch, and the sandbox does
+ * not show the worked solutions' sources that their rules would check. */
 static int build_targets(grader *g, const lesson_info *li, double timeout, proc_result *r)
 {
-    char jobs[16];
-    snprintf(jobs, sizeof jobs, "-j%d", g->jobs);
-    char *target = xasprintf("CMakeFiles/%s.dir/all", li->test);
-    char *argv[] = {"make", "--no-print-directory", "-f", "CMakeFiles/Makefile2", jobs, target,
-                    NULL};
+    char *script = xasprintf(
+        "set -e; for t in lesson%s_student %s; do "
+        "make --no-print-directory -j%d -f CMakeFiles/$t.dir/build.make CMakeFiles/$t.dir/depend; "
+        "make --no-print-directory -j%d -f CMakeFiles/$t.dir/build.make CMakeFiles/$t.dir/build; "
+        "done", li->number, li->test, g->jobs, g->jobs);
+    char *argv[] = {"sh", "-c", script, NULL};
     proc_opts o = {.timeout_s = timeout, .head = 1 << 20, .tail = 1 << 20};
     int rc = run_step(g, STEP_BUILD, li, NULL, argv, NULL, &o, r);
-    free(target);
+    free(script);
     return rc;
 }
 
@@ -186,12 +189,18 @@ static int under(const char *path, const char *dir)
 /* Whether a file the student's file includes may be read: the student's
  * file itself, the lesson's public headers, common/'s headers, or a header
  * of the system (the compilers' and CUDA's), never anything of the course,
- * the scratch or the output beyond that. */
+ * the scratch or the output beyond that, nor the test framework's headers
+ * (Criterion's hooks would run inside the judge). */
 static int include_allowed(const grader *g, const lesson_info *li, const char *path)
 {
     if (diag_shown(g, li, path)) return 1;
     if (under(path, g->course) || under(path, g->work) || (g->out && under(path, g->out)))
         return 0;
+    /* the test framework's own headers are the judge's, not the system's */
+    static const char *const judge[] = {"/criterion/", "/boxfort", "/nanomsg/", "/nng/",
+                                        "/cjson/"};
+    for (size_t i = 0; i < sizeof judge / sizeof judge[0]; ++i)
+        if (strstr(path, judge[i])) return 0;
     for (int i = 0; i < g->sbx.system_ro.n; ++i)
         if (under(path, g->sbx.system_ro.v[i]) && strncmp(g->sbx.system_ro.v[i], "/etc", 4) != 0)
             return 1;

@@ -5,7 +5,9 @@
  *            tools/ read-only (never solutions/, grader/, tests/grader/,
  *            tests/adversarial/ or .git); this lesson's student folder
  *            read-only; the scratch build read-write, less the worked
- *            solutions' objects and programs. Compilers may use 8 GiB.
+ *            solutions' objects and programs (their libraries stay: lesson
+ *            04's test links those of lessons 01-03). Compilers may use
+ *            8 GiB.
  *   scan     the scratch build read-only (the same hidden parts), tools/ and
  *            lessons/ (the API's headers).
  *   test     the scratch build and tools/ read-only (the same hidden parts),
@@ -34,8 +36,10 @@ static const char *const kCourseRead[] = {"CMakeLists.txt", "cmake", "common", "
                                           "tests", "tools"};
 static const char *const kCourseHide[] = {"tests/grader", "tests/adversarial"};
 
-/* The worked solutions' traces in the scratch build. */
-static void solution_artifacts(const grader *g, strlist *out)
+/* The worked solutions' traces in the scratch build; `libs` 0: not their
+ * static libraries (lesson 04's test program links those of lessons 01-03,
+ * so a build needs them: compilers and the linker run nothing of them). */
+static void solution_artifacts(const grader *g, int libs, strlist *out)
 {
     static const char *const pats[] = {"%s/*solution*", "%s/CMakeFiles/*solution*",
                                        "%s/tests-grader", "%s/grader-*"};
@@ -43,7 +47,9 @@ static void solution_artifacts(const grader *g, strlist *out)
         char *pat = xasprintf(pats[i], g->build);
         glob_t gl;
         if (glob(pat, 0, NULL, &gl) == 0) {
-            for (size_t k = 0; k < gl.gl_pathc; ++k) strlist_add(out, gl.gl_pathv[k]);
+            for (size_t k = 0; k < gl.gl_pathc; ++k)
+                if (libs || !ends_with(gl.gl_pathv[k], "_solution.a"))
+                    strlist_add(out, gl.gl_pathv[k]);
             globfree(&gl);
         }
         free(pat);
@@ -73,7 +79,7 @@ int run_step(grader *g, step_kind kind, const lesson_info *li, const char *scrat
             strlist_addf(&hide, "%s/%s", g->course, kCourseHide[i]);
         if (li) strlist_addf(&ro, "%s/%s", g->student_root, li->name);
         strlist_add(&rw, g->build);
-        solution_artifacts(g, &hide);
+        solution_artifacts(g, 0, &hide);
         lim.as_bytes = 8 * GIB;
         lim.fsize_bytes = 2 * GIB;
         lim.cpu_s = g->build_timeout > 0 ? g->build_timeout : 600;
@@ -83,7 +89,7 @@ int run_step(grader *g, step_kind kind, const lesson_info *li, const char *scrat
         strlist_add(&ro, g->build);
         strlist_add(&ro, tools);
         strlist_addf(&ro, "%s/lessons", g->course); /* the API's headers */
-        solution_artifacts(g, &hide);
+        solution_artifacts(g, 1, &hide);
         lim.as_bytes = 4 * GIB;
         lim.fsize_bytes = 1 * GIB;
         lim.cpu_s = 300;
@@ -93,7 +99,7 @@ int run_step(grader *g, step_kind kind, const lesson_info *li, const char *scrat
     case STEP_TRUSTED:
         strlist_add(&ro, g->build);
         strlist_add(&ro, tools);
-        if (kind == STEP_TEST) solution_artifacts(g, &hide);
+        if (kind == STEP_TEST) solution_artifacts(g, 1, &hide);
         if (scratch) strlist_add(&rw, scratch);
         st.gpu = !g->no_gpu;
         /* CUDA reserves far more address space than it uses: the data

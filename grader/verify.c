@@ -11,9 +11,9 @@
  * test process, so one pid) is verified when each output it compared has a
  * record of the student's run with the same key whose sampled values are
  * within the trusted record's tolerance of the trusted reference. A test
- * whose report claims more passing cases than that (plus the cases that
- * compare no output array, which only the report can speak for) makes the
- * whole lesson score 0.
+ * whose report claims more passing cases than that (plus the cases of the
+ * trusted run that ran but compared no output array, which only the report
+ * can speak for) makes the whole lesson score 0.
  */
 #define _XOPEN_SOURCE 700
 #include "stages.h"
@@ -112,6 +112,17 @@ static int count_passed(const suite_run *sr, const char *test)
     return n;
 }
 
+/* The trusted run's cases of `test` that ran (passed or not: a counters
+ * check of the worked solution may miss its mark while the GPU is shared,
+ * but a case it skipped, for want of a GPU, could not have passed). */
+static int count_ran(const suite_run *sr, const char *test)
+{
+    int n = 0;
+    for (int i = 0; i < sr->n; ++i)
+        if (sr->cases[i].status != CR_SKIPPED && strcmp(sr->cases[i].test, test) == 0) ++n;
+    return n;
+}
+
 /* For one test of one suite: the trusted run's cases that compared outputs
  * (one pid each), how many of them the student's evidence bears out. */
 static void verify_test(const ev_set *tru, ev_set *stu, const char *suite, const char *test,
@@ -164,10 +175,10 @@ char *verify_lesson(const strlist *suites, const suite_run *student, char *const
         for (int t = 0; t < tests.n; ++t) {
             int claimed = count_passed(st, tests.v[t]);
             if (claimed == 0) continue;
-            int trusted_pass = count_passed(tr, tests.v[t]);
+            int trusted_ran = count_ran(tr, tests.v[t]);
             int instances, verified;
             verify_test(&tev, &sev, suites->v[i], tests.v[t], &instances, &verified);
-            int unverifiable = trusted_pass > instances ? trusted_pass - instances : 0;
+            int unverifiable = trusted_ran > instances ? trusted_ran - instances : 0;
             if (claimed > verified + unverifiable)
                 sbuf_addf(&why, "%s::%s: the report claims %d passing case%s; the grader can "
                           "verify %d (%d compared outputs borne out against the worked "
