@@ -255,6 +255,55 @@ static char *deps_command(const char *cmd)
     return sbuf_take(&b);
 }
 
+/* Whether a build step was stopped at one of its limits (the wall clock,
+ * CPU seconds, the 8 GiB of address space): killed by a signal (bwrap and
+ * the shell report it as 128 + the signal), or the compiler saying it ran
+ * out of memory. */
+static int limits_hit(const grader *g, const proc_result *r)
+{
+    (void)g;
+    return r->timed_out || r->term_signal != 0 || r->exit_code > 128 ||
+           strstr(r->output, "memory exhausted") || strstr(r->output, "out of memory") ||
+           strstr(r->output, "bad_alloc") || strstr(r->output, "Cannot allocate memory");
+}
+
+static char *limits_summary(const grader *g, const proc_result *r)
+{
+    if (r->timed_out)
+        return xasprintf("compile error: the build ran past its time limit (%.0f s)",
+                         g->build_timeout);
+    return xasprintf("compile error: the compiler was stopped at one of the build's limits "
+                     "(the memory limit of 8 GiB, the time limit of %.0f s of CPU)",
+                     g->build_timeout);
+}
+
+/* What the preprocessor's list of includes cannot show: a file that asks
+ * whether others exist (__has_include, whatever it finds) or includes the
+ * next one of a name along the search path (#include_next). Neither has a
+ * use in a lesson file; both are looked for after line splices are undone
+ * (`__has_inc\` + newline + `lude` is the same token). */
+static void probes(const char *path, const char *name, sbuf *bad)
+{
+    size_t len = 0;
+    char *text = read_file(path, 16u << 20, &len, NULL);
+    if (text == NULL) return;
+    char *joined = str_replace_all(text, "\\\n", "");
+    char *j2 = str_replace_all(joined, "\\\r\n", "");
+    int pasted = 0; /* __has_ ## include */
+    for (const char *p = strstr(j2, "__has_"); p && !pasted; p = strstr(p + 1, "__has_")) {
+        const char *q = p + 6;
+        while (*q == ' ' || *q == '\t') ++q;
+        pasted = q[0] == '#' && q[1] == '#';
+    }
+    if (strstr(j2, "__has_include") || pasted)
+        sbuf_addf(bad, "%s asks whether files exist (__has_include)\n", name);
+    if (strstr(j2, "include_next"))
+        sbuf_addf(bad, "%s uses #include_next\n", name);
+    free(j2);
+    free(joined);
+    free(text);
+}
+
 /* Before the build: every file the student's files include, listed by the
  * preprocessor in the build's sandbox (which shows no solutions/, grader/
  * or other submission anyway), must be one include_allowed() accepts. */
@@ -264,6 +313,7 @@ static lesson_state include_check(grader *g, const lesson_info *li, char **summa
     sbuf bad = {0};
     for (int k = 0; k < li->exercise.n; ++k) {
         char *file = xasprintf("%s/%s/%s", g->student_root, li->name, li->exercise.v[k]);
+        probes(file, li->exercise.v[k], &bad);
         char *dir = NULL;
         char *cmd = compile_command(g, file, &dir);
         if (cmd == NULL) {
@@ -280,14 +330,7 @@ static lesson_state include_check(grader *g, const lesson_info *li, char **summa
             char *errs = student_diagnostics(g, li, r.output);
             *detail = scrub(g, errs);
             free(errs);
-            int oom = r.term_signal == 9 || strstr(r.output, "memory exhausted") ||
-                      strstr(r.output, "out of memory") || strstr(r.output, "bad_alloc");
-            *summary = r.timed_out
-                           ? xasprintf("compile error: the preprocessor ran past %.0f s",
-                                       g->build_timeout)
-                       : oom ? xstrdup("compile error: the compiler ran out of the memory a "
-                                       "build may use (8 GiB)")
-                             : xstrdup("compile error");
+            *summary = limits_hit(g, &r) ? limits_summary(g, &r) : xstrdup("compile error");
             *why = xasprintf("not run: %s (the build output is in the lesson's notes)", *summary);
         } else {
             /* the make rule "NAME.o : DEPS" (anything printed before it, a
@@ -370,6 +413,8 @@ lesson_state build_lesson(grader *g, submission *s, lesson_result *lr, const cha
                strstr(br.output, "ld returned");
     if (br.timed_out)
         *summary = xasprintf("build failed: it ran past %.0f s", g->build_timeout);
+    else if (limits_hit(g, &br))
+        *summary = limits_summary(g, &br);
     else
         *summary = xstrdup(link ? "link error: the test program could not be linked"
                                 : "compile error");

@@ -241,6 +241,18 @@ void utf8_sanitize(char *s)
             p += 3;
             continue;
         }
+        /* the C1 controls (U+0080-U+009F) and the bidirectional overrides and
+         * isolates (U+202A-U+202E, U+2066-U+2069): they make text read in
+         * another order than it is written */
+        int c1 = n == 1 && c == 0xC2 && p[1] <= 0x9F;
+        int bidi = n == 2 && c == 0xE2 &&
+                   ((p[1] == 0x80 && p[2] >= 0xAA && p[2] <= 0xAE) ||
+                    (p[1] == 0x81 && p[2] >= 0xA6 && p[2] <= 0xA9));
+        if (c1 || bidi) {
+            *w++ = '?';
+            p += n + 1;
+            continue;
+        }
         for (int i = 0; i <= n; ++i) *w++ = *p++;
     }
     *w = '\0';

@@ -66,8 +66,9 @@ char *str_replace_all(const char *s, const char *needle, const char *with);
 /* Make `s` valid UTF-8 holding only characters XML 1.0 allows, in place:
  * every byte that is not part of a valid sequence (lone or overlong forms,
  * UTF-16 surrogates, past U+10FFFF) becomes '?', and so do control
- * characters other than tab, newline and CR, DEL, and U+FFFE and U+FFFF
- * (one '?' for their three bytes: the string may get shorter). */
+ * characters other than tab, newline and CR, DEL, the C1 controls, the
+ * bidirectional overrides and isolates (U+202A-E, U+2066-9), and U+FFFE and
+ * U+FFFF (one '?' for a whole character: the string may get shorter). */
 void utf8_sanitize(char *s);
 
 /* ---- escaping for the files course tools read ------------------------------
