@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 // ============================================================================
 // kernel
@@ -32,6 +33,54 @@ __global__ void fl_checksum_kernel(const unsigned char *p, size_t bytes, int wor
     for (size_t i = nw * 4 + start; i < bytes; i += stride) acc += mix(p[i], i + (1ull << 62));
     for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
     if ((threadIdx.x & 31) == 0) atomicAdd(sum, acc);
+}
+
+// Element i of the inputs of `key` (guard.h): one function for both sides,
+// so the host's reference and the GPU's inputs hold the same bits.
+__host__ __device__ __forceinline__ float uniform_at(unsigned long long key,
+                                                      unsigned long long i, float lo, float hi)
+{
+    unsigned long long z = key + (i + 1ull) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    float u = (float)(unsigned int)(z >> 40) * 5.9604644775390625e-8f; // 2^-24, exact
+    return fmaf(hi - lo, u, lo);
+}
+
+__global__ void fl_fill_uniform_kernel(float *d, size_t n, unsigned long long key, float lo,
+                                       float hi)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        d[i] = uniform_at(key, i, lo, hi);
+}
+
+__device__ __forceinline__ unsigned long long global_ns(void)
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// flags[0]: set by the host to release; flags[1]: set here once spinning;
+// flags[2]: set here on leaving; flags[3]: set here when the timeout ended it.
+__global__ void fl_hold_kernel(volatile unsigned int *flags, unsigned long long timeout_ns)
+{
+    if (threadIdx.x != 0) return;
+    unsigned long long t0 = global_ns();
+    flags[1] = 1;
+    __threadfence_system();
+    while (flags[0] == 0) {
+        if (global_ns() - t0 > timeout_ns) {
+            flags[3] = 1;
+            break;
+        }
+        __nanosleep(1000);
+    }
+    __threadfence_system();
+    flags[2] = 1;
+    __threadfence_system();
 }
 
 // ============================================================================
@@ -88,4 +137,72 @@ EXTERN_C void fl_unrotate_f32(float *x, size_t n, size_t shift)
     memmove(x + shift, x, (n - shift) * sizeof *x);
     memcpy(x, tmp, shift * sizeof *tmp);
     free(tmp);
+}
+
+EXTERN_C float fl_uniform_at(uint64_t key, size_t i, float lo, float hi)
+{
+    return uniform_at(key, i, lo, hi);
+}
+
+EXTERN_C void fl_fill_uniform_host(float *x, size_t n, uint64_t key, float lo, float hi)
+{
+    for (size_t i = 0; i < n; ++i) x[i] = uniform_at(key, i, lo, hi);
+}
+
+EXTERN_C cudaError_t fl_fill_uniform_dev(float *d, size_t n, uint64_t key, float lo, float hi,
+                                         cudaStream_t stream)
+{
+    if (n == 0) return cudaSuccess;
+    size_t blocks = CEIL_DIV(n, 256);
+    if (blocks > 8192) blocks = 8192;
+    fl_fill_uniform_kernel<<<(unsigned)blocks, 256, 0, stream>>>(d, n, key, lo, hi);
+    CUDA_CHECK(cudaGetLastError());
+    return cudaSuccess;
+}
+
+EXTERN_C cudaError_t fl_hold_begin(fl_hold *h, cudaStream_t stream, double timeout_s)
+{
+    h->flags = NULL;
+    h->stream = stream;
+    unsigned int *host = NULL, *dev = NULL;
+    CUDA_CHECK(cudaHostAlloc((void **)&host, 4 * sizeof *host, cudaHostAllocMapped));
+    memset(host, 0, 4 * sizeof *host);
+    cudaError_t e = cudaHostGetDevicePointer((void **)&dev, host, 0);
+    if (e == cudaSuccess) {
+        fl_hold_kernel<<<1, 32, 0, stream>>>(dev, (unsigned long long)(timeout_s * 1e9));
+        e = cudaGetLastError();
+    }
+    if (e != cudaSuccess) {
+        (void)cudaFreeHost(host);
+        fl_cuda_report(e, "fl_hold_begin", __FILE__, __LINE__);
+        return e;
+    }
+    h->flags = host;
+    // Wait (on the host) until the block spins, at most the timeout.
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (h->flags[1] == 0 && h->flags[2] == 0) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec) > timeout_s)
+            break;
+    }
+    return cudaSuccess;
+}
+
+EXTERN_C int fl_hold_active(const fl_hold *h)
+{
+    return h->flags != NULL && h->flags[1] != 0 && h->flags[2] == 0;
+}
+
+EXTERN_C cudaError_t fl_hold_end(fl_hold *h, int *timed_out)
+{
+    if (timed_out) *timed_out = 0;
+    if (h->flags == NULL) return cudaSuccess;
+    h->flags[0] = 1;
+    cudaError_t e = cudaStreamSynchronize(h->stream);
+    if (timed_out) *timed_out = h->flags[3] != 0;
+    (void)cudaFreeHost((void *)h->flags);
+    h->flags = NULL;
+    if (e != cudaSuccess) fl_cuda_report(e, "fl_hold_end", __FILE__, __LINE__);
+    return e;
 }

@@ -2,12 +2,14 @@
 #define _POSIX_C_SOURCE 200809L
 #include "fl_test.h"
 #include "device.h"
+#include "data.h"
 #include "evidence.h"
 
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifdef FUSIONLAB_HAVE_CJSON
@@ -359,4 +361,127 @@ __attribute__((constructor)) static void evidence_init(void)
         return;
     }
     fl_compare_set_observer(evidence_observer);
+}
+
+/* ---- fresh inputs, sampled rows, the stream check ------------------------- */
+
+static uint64_t fl_mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+uint64_t fl_test_fresh_key(void)
+{
+    static uint64_t calls;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    uint64_t clock_ns = (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+    uint64_t z = fl_seed(0xF2E5C0DE5EEDull) ^ fl_mix64(++calls * 0x9E3779B97F4A7C15ull);
+    z = fl_mix64(z ^ fl_mix64(clock_ns ^ ((uint64_t)getpid() << 40)));
+    return z;
+}
+
+void fl_test_sample_rows(uint64_t key, size_t rows, size_t k, size_t *idx)
+{
+    if (rows == 0) {
+        for (size_t i = 0; i < k; ++i) idx[i] = 0;
+        return;
+    }
+    fl_rng r = fl_rng_make(key);
+    for (size_t i = 0; i < k; ++i) {
+        if (i == 0) idx[i] = 0;
+        else if (i == 1) idx[i] = rows - 1;
+        else idx[i] = (size_t)(fl_rng_u64(&r) % rows);
+    }
+}
+
+void fl_test_sync_within(double seconds, const char *who, const char *hint)
+{
+    cudaEvent_t done;
+    FL_ASSERT_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    FL_ASSERT_CUDA(cudaEventRecord(done, 0));
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (cudaEventQuery(done) == cudaErrorNotReady) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        double waited = (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec);
+        cr_assert(waited < seconds, "%s: the kernel was still running after %.0f s (%s)", who,
+                  seconds, hint);
+        const struct timespec nap = {0, 1000000};
+        nanosleep(&nap, NULL);
+    }
+    (void)cudaEventDestroy(done);
+    FL_ASSERT_SYNC(who);
+}
+
+void fl_test_stream_honoured(const char *who, fl_run_fn run, fl_run_fn poison, fl_check_fn check,
+                             void *ctx)
+{
+    char msg[1024];
+    cudaStream_t s = NULL;
+    FL_ASSERT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    FL_ASSERT_CUDA(poison(ctx, s));
+    FL_ASSERT_CUDA(cudaStreamSynchronize(s));
+    if (fl_test_sanitizing()) {
+        /* The sanitizer serialises and slows the GPU: only the output counts. */
+        FL_ASSERT_CUDA(run(ctx, s));
+        FL_ASSERT_SYNC(who);
+        int ok = check(ctx, msg, sizeof msg);
+        (void)cudaStreamDestroy(s);
+        cr_assert(ok, "%s", msg);
+        return;
+    }
+    /* Unheld first run: loads the launcher's kernels (lazy module loading
+     * waits for the device), then the outputs are poisoned again. */
+    cudaError_t ew = run(ctx, s);
+    if (ew == cudaSuccess) ew = cudaStreamSynchronize(s);
+    cr_assert(ew == cudaSuccess, "%s on a stream of its own (cudaStreamNonBlocking) failed: %s (%s)%s",
+              who, cudaGetErrorName(ew), cudaGetErrorString(ew), fl_test_error_hint(ew));
+    FL_ASSERT_CUDA(poison(ctx, s));
+    FL_ASSERT_CUDA(cudaStreamSynchronize(s));
+    fl_hold hold;
+    FL_ASSERT_CUDA(cudaDeviceSynchronize());
+    FL_ASSERT_CUDA(fl_hold_begin(&hold, cudaStreamLegacy, FL_HOLD_SECONDS));
+    cr_assert(fl_hold_active(&hold),
+              "the test could not hold the default stream (its spinning block never ran)");
+    cudaError_t e = run(ctx, s);
+    int held_after_run = fl_hold_active(&hold);
+    cudaError_t es = e == cudaSuccess ? cudaStreamSynchronize(s) : cudaSuccess;
+    int held_after_sync = fl_hold_active(&hold);
+    int ok = e == cudaSuccess && es == cudaSuccess && held_after_run && held_after_sync
+                 ? check(ctx, msg, sizeof msg)
+                 : 1;
+    int held_after_check = fl_hold_active(&hold);
+    int timed_out = 0;
+    cudaError_t eh = fl_hold_end(&hold, &timed_out);
+    (void)cudaStreamDestroy(s);
+    cr_assert(e == cudaSuccess, "%s on a stream of its own (cudaStreamNonBlocking) failed: %s (%s)%s",
+              who, cudaGetErrorName(e), cudaGetErrorString(e), fl_test_error_hint(e));
+    cr_assert(es == cudaSuccess, "%s: the GPU reported %s (%s)%s", who, cudaGetErrorName(es),
+              cudaGetErrorString(es), fl_test_error_hint(es));
+    cr_assert(eh == cudaSuccess, "the test's spinning block failed: %s", cudaGetErrorString(eh));
+    cr_assert(held_after_run,
+              "%s waited for the GPU: it returned only after other work on the device had "
+              "finished (a cudaDeviceSynchronize, a cudaMemcpy or cudaMalloc/cudaFree in the "
+              "launcher?) -- a launcher queues its kernels on the stream it was given and "
+              "returns at once; the caller decides when to wait",
+              who);
+    cr_assert(held_after_sync,
+              "%s: the work it queued on the stream it was given waited for other work on the "
+              "device (for the default stream, or for an event of another stream), or took "
+              "more than %.0f s -- queue everything on that stream, with no dependence on "
+              "the default stream",
+              who, FL_HOLD_SECONDS);
+    cr_assert(ok,
+              "%s queued work outside the stream it was given: with the default stream kept "
+              "busy, its output was not complete once that stream had finished (%s) -- launch "
+              "every kernel and copy with <<<grid, block, shared, stream>>> or the *Async(..., "
+              "stream) form, never on the default stream 0, cudaStreamPerThread or a stream "
+              "of your own",
+              who, msg);
+    cr_assert(held_after_check || timed_out == 0,
+              "the test's check of %s outlasted its hold on the default stream (%.0f s)", who,
+              FL_HOLD_SECONDS);
 }

@@ -125,6 +125,44 @@ cudaError_t fl_test_rotor_next(fl_rotor *r, cudaStream_t stream);
 int fl_test_rotor_inputs_ok(fl_rotor *r, const char *who, char *msg, size_t len);
 void fl_test_rotor_free(fl_rotor *r);
 
+/* Fresh inputs. A new key on every call, for fl_fill_uniform_dev and
+ * fl_uniform_at (common/guard.h): mixed from fl_seed (so the grading secret
+ * goes into it), a per-process counter and the clock, so no launcher can
+ * tell from earlier calls what the next inputs will be. */
+uint64_t fl_test_fresh_key(void);
+
+/* k row indices in [0, rows) for checking a sample of an output: idx[0] = 0
+ * and idx[1] = rows - 1 (the edges, where k >= 2), the rest drawn from `key`
+ * (repeats possible). Draw the key after the run, so the launcher cannot
+ * know which rows are checked. */
+void fl_test_sample_rows(uint64_t key, size_t rows, size_t k, size_t *idx);
+
+/* Wait for all the GPU's work, at most `seconds`, polling: a kernel that
+ * never ends (a 32-bit index that wraps around past 2^32, say) fails here
+ * with "WHO: the kernel was still running after N s (HINT)" instead of at
+ * the suite's time-out, which would not say why. */
+void fl_test_sync_within(double seconds, const char *who, const char *hint);
+
+/* Assert that run(ctx, s) queues all its work on s and returns without
+ * waiting for the GPU. The legacy default stream is held by a spinning block
+ * (fl_hold_begin, up to FL_HOLD_SECONDS); run is called with a fresh
+ * cudaStreamNonBlocking stream s; the test waits for s alone, and then calls
+ * check(ctx, msg, len) while the spinner still holds the default stream.
+ * Work queued on the default stream, on a stream created with the default
+ * flags or on cudaStreamPerThread waits behind the spinner, so the output is
+ * not complete when check reads it. check must read on a stream of its own
+ * created with cudaStreamNonBlocking (cudaMemcpy and fl_checksum use the
+ * default stream and would wait for the spinner).
+ * Before the hold, run is called once unheld and waited for: the first launch
+ * of a kernel loads its code onto the GPU (CUDA loads modules lazily), and
+ * that load waits for the device, which is the runtime's doing, not the
+ * launcher's. poison(ctx, s) then overwrites the outputs (on s; the test
+ * waits for it), so that what check sees was written by the held run. Under
+ * the sanitizer stage only the output is checked. */
+#define FL_HOLD_SECONDS 4.0
+void fl_test_stream_honoured(const char *who, fl_run_fn run, fl_run_fn poison, fl_check_fn check,
+                             void *ctx);
+
 /* The speed rule of a lesson: time baseline and candidate with the course's
  * protocol (interleaved), print the measured figures, and assert
  *   candidate speedup >= min_speedup  and  candidate >= min_pct of the copy
