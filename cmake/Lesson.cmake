@@ -154,8 +154,9 @@ function(lesson_add name)
                          LABELS "gpu;student;lesson${num}" RUN_SERIAL TRUE
                          SKIP_REGULAR_EXPRESSION "no CUDA device")
   endif()
-  if(FUSIONLAB_HAVE_CRITERION AND has_solution)
-    _lesson_corpus("${name}" "${num}" "${slug}" "${L_EXERCISE}" "${tool_targets}")
+  if(FUSIONLAB_HAVE_CRITERION AND FUSIONLAB_CORPUS AND has_solution)
+    _lesson_corpus(adversarial "${name}" "${num}" "${slug}" "${L_EXERCISE}" "${tool_targets}")
+    _lesson_corpus(variants "${name}" "${num}" "${slug}" "${L_EXERCISE}" "${tool_targets}")
   endif()
   # the object scan's extra rules for this lesson (tools/scan-objects --rules);
   # written every time, so a rule taken out of lesson_add goes away
@@ -246,8 +247,21 @@ endfunction()
 # ${CMAKE_BINARY_DIR}/adversarial.txt as "lesson target library-target
 # source" lines. A patch that no longer applies (the worked file changed) is
 # left out with a warning, and the corpus run counts it as missed.
-function(_lesson_corpus name num slug exercise tool_targets)
-  set(dir "${PROJECT_SOURCE_DIR}/tests/adversarial/${name}")
+#
+# The corpus of correct variants (tests/variants/NN-name/*.patch, `kind`
+# "variants") is built the same way: var_NN_<stem>_lib and var_NN_<stem>,
+# listed in ${CMAKE_BINARY_DIR}/variants.txt. Each is another valid design of
+# an exercise file; its test program must pass every suite, speed included,
+# and the object scan must not flag it.
+function(_lesson_corpus kind name num slug exercise tool_targets)
+  if(kind STREQUAL "variants")
+    set(prefix var)
+    set(listprop FUSIONLAB_VARIANTS_LIST)
+  else()
+    set(prefix adv)
+    set(listprop FUSIONLAB_ADVERSARIAL_LIST)
+  endif()
+  set(dir "${PROJECT_SOURCE_DIR}/tests/${kind}/${name}")
   if(NOT IS_DIRECTORY "${dir}")
     return()
   endif()
@@ -262,8 +276,8 @@ function(_lesson_corpus name num slug exercise tool_targets)
     if(NOT rep OR NOT rep IN_LIST exercise)
       message(FATAL_ERROR "${entry}: needs a '// REPLACES: <one of ${exercise}>' line")
     endif()
-    set(t "adv_${num}_${stem}")
-    set(copy "${CMAKE_BINARY_DIR}/adversarial/${num}_${stem}/${rep}")
+    set(t "${prefix}_${num}_${stem}")
+    set(copy "${CMAKE_BINARY_DIR}/${kind}/${num}_${stem}/${rep}")
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${entry}" "${solution}/${rep}")
     if(NOT FUSIONLAB_PATCH)
       message(WARNING "${entry}: GNU patch not found: the corpus entry ${t} is left out")
@@ -295,13 +309,16 @@ function(_lesson_corpus name num slug exercise tool_targets)
     if(tool_targets)
       add_dependencies(${t} ${tool_targets})
     endif()
-    set_property(GLOBAL APPEND PROPERTY FUSIONLAB_CORPUS "${name} ${t} ${t}_lib ${entry}")
+    set_property(GLOBAL APPEND PROPERTY ${listprop} "${name} ${t} ${t}_lib ${entry}")
   endforeach()
 endfunction()
 
-# After the last lesson: write the corpus list (empty without solutions/).
+# After the last lesson: write the corpus lists (empty without solutions/).
 function(lesson_corpus_list)
-  get_property(all GLOBAL PROPERTY FUSIONLAB_CORPUS)
+  get_property(all GLOBAL PROPERTY FUSIONLAB_ADVERSARIAL_LIST)
   string(REPLACE ";" "\n" all "${all}")
   file(WRITE "${CMAKE_BINARY_DIR}/adversarial.txt" "${all}\n")
+  get_property(all GLOBAL PROPERTY FUSIONLAB_VARIANTS_LIST)
+  string(REPLACE ";" "\n" all "${all}")
+  file(WRITE "${CMAKE_BINARY_DIR}/variants.txt" "${all}\n")
 endfunction()

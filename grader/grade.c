@@ -181,10 +181,12 @@ static int setup(grader *g)
         arch_def = xasprintf("-DCMAKE_CUDA_ARCHITECTURES=%s", g->gpu_archs);
     /* Makefiles, so that a student's build can run make on its targets
      * without CMake's check of every file it read (steps.c); the compile
-     * commands, so that the include check can list a file's includes */
+     * commands, so that the include check can list a file's includes; no
+     * corpora (tests/adversarial, tests/variants: patched copies of the worked
+     * files would sit in the scratch build) */
     char *argv[] = {"cmake", "-S", g->course, "-B", g->build, "-G", "Unix Makefiles",
                     "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", "-DCMAKE_BUILD_TYPE=Release",
-                    root_def, arch_def, NULL};
+                    "-DFUSIONLAB_CORPUS=OFF", root_def, arch_def, NULL};
     fprintf(stderr, "== configuring the scratch build (%s)\n",
             arch_def ? arch_def + 2 : "default CUDA architectures");
     proc_opts o = {.timeout_s = 900};

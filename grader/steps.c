@@ -34,15 +34,19 @@
  * to rebuild a student's library and relink a test program). */
 static const char *const kCourseRead[] = {"CMakeLists.txt", "cmake", "common", "lessons",
                                           "tests", "tools"};
-static const char *const kCourseHide[] = {"tests/grader", "tests/adversarial"};
+static const char *const kCourseHide[] = {"tests/grader", "tests/adversarial",
+                                          "tests/variants"};
 
-/* The worked solutions' traces in the scratch build; `libs` 0: not their
+/* The worked solutions' traces in the scratch build (and the corpora's
+ * patched copies of them, which the grader's configure leaves out anyway:
+ * FUSIONLAB_CORPUS=OFF); `libs` 0: not their
  * static libraries (lesson 04's test program links those of lessons 01-03,
  * so a build needs them: compilers and the linker run nothing of them). */
 static void solution_artifacts(const grader *g, int libs, strlist *out)
 {
     static const char *const pats[] = {"%s/*solution*", "%s/CMakeFiles/*solution*",
-                                       "%s/tests-grader", "%s/grader-*"};
+                                       "%s/tests-grader", "%s/grader-*",
+                                       "%s/adversarial", "%s/variants"};
     for (size_t i = 0; i < sizeof pats / sizeof pats[0]; ++i) {
         char *pat = xasprintf(pats[i], g->build);
         glob_t gl;
