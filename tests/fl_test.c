@@ -434,9 +434,12 @@ void fl_test_stream_honoured(const char *who, fl_run_fn run, fl_run_fn poison, f
         return;
     }
     /* Unheld first run: loads the launcher's kernels (lazy module loading
-     * waits for the device), then the outputs are poisoned again. */
+     * waits for the device), then the outputs are poisoned again. The wait
+     * is for the whole device: a launcher that wrongly uses another stream
+     * must not finish its first run after the poison (its output would
+     * then be complete before the held run, and the check would pass). */
     cudaError_t ew = run(ctx, s);
-    if (ew == cudaSuccess) ew = cudaStreamSynchronize(s);
+    if (ew == cudaSuccess) ew = cudaDeviceSynchronize();
     cr_assert(ew == cudaSuccess, "%s on a stream of its own (cudaStreamNonBlocking) failed: %s (%s)%s",
               who, cudaGetErrorName(ew), cudaGetErrorString(ew), fl_test_error_hint(ew));
     FL_ASSERT_CUDA(poison(ctx, s));
