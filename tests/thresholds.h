@@ -82,8 +82,8 @@
                                              rounds the mean at every step, to
                                              first order in the sum of squares
                                              (measured: ~0.06 units on the
-                                             large-mean rows; E[x^2] - mean^2
-                                             500 to 2500) */
+                                             large-mean rows; E[x^2] - mean^2,
+                                             by the same bound, 500 to 2500) */
 #define L03_DX_ATOL 1e-4                  /* dx: the flat row scales every */
 #define L03_DX_RTOL 1e-5                  /* rounding of g = dy w by rstd = 316:
                                              ~3e-5 where g - mean(g) cancels */
