@@ -1,6 +1,6 @@
-/* common/device.c — device properties and the measured copy ceiling. */
+/* common/device.c — device properties. It depends on nothing else of common/
+ * (the copy ceiling, measured with the timing protocol, is in timing.c). */
 #include "device.h"
-#include "timing.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -53,56 +53,4 @@ void fl_device_describe(const fl_device_info *info, char *buf, size_t len)
              info->name, info->cc_major, info->cc_minor, info->sm_count,
              (double)info->global_mem_bytes / (1024.0 * 1024.0 * 1024.0),
              (double)info->l2_bytes / (1024.0 * 1024.0));
-}
-
-typedef struct {
-    void *dst;
-    const void *src;
-    size_t bytes;
-} copy_ctx;
-
-static cudaError_t run_copy(void *ctx, cudaStream_t stream)
-{
-    copy_ctx *c = (copy_ctx *)ctx;
-    return cudaMemcpyAsync(c->dst, c->src, c->bytes, cudaMemcpyDeviceToDevice,
-                           stream);
-}
-
-cudaError_t fl_copy_bandwidth_gbs(size_t bytes_per_buffer, double *gbs)
-{
-    static double cached = 0.0;
-    static int cached_dev = -1;
-    int dev;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    if (cached > 0.0 && cached_dev == dev) {
-        *gbs = cached;
-        return cudaSuccess;
-    }
-
-    size_t free_b = 0, total_b = 0;
-    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    size_t bytes = bytes_per_buffer ? bytes_per_buffer : ((size_t)256 << 20);
-    if (bytes > free_b / 8) bytes = (free_b / 8) & ~(size_t)255;
-
-    copy_ctx c = {NULL, NULL, bytes};
-    cudaError_t err = CUDA_REPORT(cudaMalloc(&c.dst, bytes));
-    if (err == cudaSuccess) err = CUDA_REPORT(cudaMalloc((void **)&c.src, bytes));
-    if (err == cudaSuccess) err = CUDA_REPORT(cudaMemset((void *)c.src, 1, bytes));
-
-    if (err == cudaSuccess) {
-        fl_variant v = {.name = "cudaMemcpy D2D", .run = run_copy, .ctx = &c,
-                        .bytes = 2.0 * (double)bytes};
-        fl_timing_opts opts = fl_timing_defaults();
-        opts.samples = 25;
-        fl_timing t;
-        err = fl_time_variants(&v, 1, &opts, &t);
-        if (err == cudaSuccess) {
-            cached = t.gbs;
-            cached_dev = dev;
-            *gbs = cached;
-        }
-    }
-    if (c.dst) (void)cudaFree(c.dst);
-    if (c.src) (void)cudaFree((void *)c.src);
-    return err;
 }

@@ -1,9 +1,8 @@
-/* common/device.h — what GPU is this, and how fast can it move bytes?
+/* common/device.h — what GPU is this, and how big is its grid?
  *
- * The copy bandwidth is measured, not read off a datasheet: a large
- * device-to-device cudaMemcpyAsync, timed with the course's protocol
- * (timing.h), counting the bytes read plus the bytes written. It is the
- * ceiling every memory-bound lesson is measured against.
+ * Properties only: how fast the GPU can move bytes is a measurement, made
+ * with the timing protocol (fl_copy_bandwidth_gbs in timing.h). device.c
+ * uses nothing else of common/; timing.c builds on it.
  */
 #ifndef FUSIONLAB_DEVICE_H
 #define FUSIONLAB_DEVICE_H
@@ -28,14 +27,6 @@ EXTERN_C int fl_device_count(void);
 
 /* Fill *info for the current device. */
 EXTERN_C cudaError_t fl_device_query(fl_device_info *info);
-
-/* Measured device-to-device copy bandwidth of the current device in GB/s
- * (1 GB = 1e9 bytes), bytes read + bytes written. The first call measures
- * (a few hundred milliseconds); later calls in the same process return the
- * cached figure. bytes_per_buffer = 0 picks the default (256 MiB, capped
- * at an eighth of free memory). */
-EXTERN_C cudaError_t fl_copy_bandwidth_gbs(size_t bytes_per_buffer,
-                                           double *gbs);
 
 /* Blocks for a grid-stride loop over `items` work items with `threads`
  * threads per block: enough to fill every SM (blocks_per_sm resident blocks

@@ -270,3 +270,57 @@ cudaError_t fl_time_variants(const fl_variant *v, int nv,
     free(charged);
     return err;
 }
+
+/* ---- the copy ceiling ------------------------------------------------------ */
+
+typedef struct {
+    void *dst;
+    const void *src;
+    size_t bytes;
+} copy_ctx;
+
+static cudaError_t run_copy(void *ctx, cudaStream_t stream)
+{
+    copy_ctx *c = (copy_ctx *)ctx;
+    return cudaMemcpyAsync(c->dst, c->src, c->bytes, cudaMemcpyDeviceToDevice,
+                           stream);
+}
+
+cudaError_t fl_copy_bandwidth_gbs(size_t bytes_per_buffer, double *gbs)
+{
+    static double cached = 0.0;
+    static int cached_dev = -1;
+    int dev;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    if (cached > 0.0 && cached_dev == dev) {
+        *gbs = cached;
+        return cudaSuccess;
+    }
+
+    size_t free_b = 0, total_b = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    size_t bytes = bytes_per_buffer ? bytes_per_buffer : ((size_t)256 << 20);
+    if (bytes > free_b / 8) bytes = (free_b / 8) & ~(size_t)255;
+
+    copy_ctx c = {NULL, NULL, bytes};
+    cudaError_t err = CUDA_REPORT(cudaMalloc(&c.dst, bytes));
+    if (err == cudaSuccess) err = CUDA_REPORT(cudaMalloc((void **)&c.src, bytes));
+    if (err == cudaSuccess) err = CUDA_REPORT(cudaMemset((void *)c.src, 1, bytes));
+
+    if (err == cudaSuccess) {
+        fl_variant v = {.name = "cudaMemcpy D2D", .run = run_copy, .ctx = &c,
+                        .bytes = 2.0 * (double)bytes};
+        fl_timing_opts opts = fl_timing_defaults();
+        opts.samples = 25;
+        fl_timing t;
+        err = fl_time_variants(&v, 1, &opts, &t);
+        if (err == cudaSuccess) {
+            cached = t.gbs;
+            cached_dev = dev;
+            *gbs = cached;
+        }
+    }
+    if (c.dst) (void)cudaFree(c.dst);
+    if (c.src) (void)cudaFree((void *)c.src);
+    return err;
+}

@@ -107,4 +107,14 @@ EXTERN_C cudaError_t fl_l2_flush(const void *buf, size_t bytes, int *sink,
 EXTERN_C cudaError_t fl_gpu_hold(double us, int blocks, int threads,
                                  cudaStream_t stream);
 
+/* The copy ceiling: measured, not read off a datasheet. A large
+ * device-to-device cudaMemcpyAsync timed with the protocol above, in GB/s
+ * (1 GB = 1e9 bytes), bytes read + bytes written, on the current device. It
+ * is the ceiling every memory-bound lesson is measured against. The first
+ * call measures (a few hundred milliseconds); later calls in the same process
+ * return the cached figure. bytes_per_buffer = 0 picks the default (256 MiB,
+ * capped at an eighth of free memory). */
+EXTERN_C cudaError_t fl_copy_bandwidth_gbs(size_t bytes_per_buffer,
+                                           double *gbs);
+
 #endif /* FUSIONLAB_TIMING_H */

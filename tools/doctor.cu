@@ -7,6 +7,7 @@
 #include "compare.h"
 #include "data.h"
 #include "device.h"
+#include "timing.h"
 
 #include <math.h>
 #include <stdio.h>
