@@ -228,10 +228,104 @@ function(_lesson_manifest name num slug exercise tools cpu_suites has_solution)
       string(JSON entry SET "${entry}" solution_test "\"test_${num}_${slug}_solution\"")
     endif()
   endif()
+  # Where the build puts this lesson's files, as pairs of a name and a value,
+  # written both into the manifest's "build" object and, as fl_NN_<name>,
+  # into fusionlab_layout.sh. The values are generator expressions that
+  # lesson_write_layout() has CMake expand. A target's Makefile rules are
+  # CMakeFiles/<target>.dir, relative to the build folder, as the generated
+  # Makefiles name them (the grader runs them).
+  string(REGEX REPLACE "^/" "" files "${CMAKE_FILES_DIRECTORY}")
+  set(facts
+      student_lib "$<TARGET_FILE:lesson${num}_student>"
+      student_rules "${files}/lesson${num}_student.dir"
+      baseline_lib "$<TARGET_FILE:lesson${num}_baseline>"
+      scan_rules "${CMAKE_BINARY_DIR}/scan-rules/lesson${num}.txt"
+      bench_student_target "bench_${num}_${slug}_student"
+      bench_student_bin "$<TARGET_FILE:bench_${num}_${slug}_student>")
+  if(has_solution)
+    list(APPEND facts bench_bin "$<TARGET_FILE:bench_${num}_${slug}>")
+  endif()
+  if(FUSIONLAB_HAVE_CRITERION)
+    list(APPEND facts test_target "test_${num}_${slug}"
+                      test_bin "$<TARGET_FILE:test_${num}_${slug}>"
+                      test_rules "${files}/test_${num}_${slug}.dir")
+    if(has_solution)
+      list(APPEND facts solution_test_bin "$<TARGET_FILE:test_${num}_${slug}_solution>")
+    endif()
+  endif()
+  get_property(sh GLOBAL PROPERTY FUSIONLAB_LAYOUT_SH)
+  string(REPLACE ";" " " ex_sh "${exercise}")
+  string(APPEND sh "fl_${num}_name='${name}'\nfl_${num}_exercise='${ex_sh}'\n")
+  set(layout "{}")
+  while(facts)
+    list(POP_FRONT facts key value)
+    string(JSON layout SET "${layout}" ${key} "\"${value}\"")
+    string(APPEND sh "fl_${num}_${key}='${value}'\n")
+  endwhile()
+  # the object files: a list (a placeholder in the JSON until
+  # lesson_write_layout, as a JSON array cannot hold a generator expression)
+  set(objects "$<TARGET_OBJECTS:lesson${num}_student>")
+  string(JSON layout SET "${layout}" student_objects "\"@FL_OBJECTS_lesson${num}_student@\"")
+  string(APPEND sh "fl_${num}_student_objects='$<JOIN:${objects}, >'\n")
+  string(JSON entry SET "${entry}" build "${layout}")
   string(JSON count LENGTH "${manifest}" lessons)
   string(JSON manifest SET "${manifest}" lessons ${count} "${entry}")
   set_property(GLOBAL PROPERTY FUSIONLAB_MANIFEST "${manifest}")
-  file(WRITE "${CMAKE_BINARY_DIR}/fusionlab_manifest.json" "${manifest}\n")
+  set_property(GLOBAL PROPERTY FUSIONLAB_LAYOUT_SH "${sh}")
+endfunction()
+
+# After the last target is defined (the end of the top CMakeLists.txt): write
+# what the build knows of its own layout, for the programs that use the build
+# rather than being part of it. CMake expands the generator expressions
+# ($<TARGET_FILE:...>, $<TARGET_OBJECTS:...>) when it generates the build:
+#   fusionlab_manifest.json  for the grader (grader/manifest.h)
+#   fusionlab_layout.sh      for lab and the corpus runner (sh assignments)
+# The names and the folders of the targets are written here and nowhere else.
+function(lesson_write_layout)
+  if(CMAKE_BINARY_DIR MATCHES "[\"\\']")
+    message(FATAL_ERROR "the build folder's path (${CMAKE_BINARY_DIR}) must not contain "
+                        "quotes or backslashes: the layout files quote it")
+  endif()
+  get_property(manifest GLOBAL PROPERTY FUSIONLAB_MANIFEST)
+  get_property(sh GLOBAL PROPERTY FUSIONLAB_LAYOUT_SH)
+  get_property(names GLOBAL PROPERTY FUSIONLAB_LESSONS)
+  set(harness "$<TARGET_FILE:fusionlab_common>")
+  if(TARGET fusionlab_testlib)
+    list(APPEND harness "$<TARGET_FILE:fusionlab_testlib>")
+  endif()
+  _lesson_json_list(harness_json "${harness}")
+  string(JSON manifest SET "${manifest}" harness_libs "${harness_json}")
+  string(JSON manifest SET "${manifest}" generator "\"${CMAKE_GENERATOR}\"")
+  string(REGEX MATCHALL "@FL_OBJECTS_[A-Za-z0-9_]+@" holders "${manifest}")
+  foreach(h IN LISTS holders)
+    string(REGEX REPLACE "^@FL_OBJECTS_(.*)@$" "\\1" t "${h}")
+    string(REPLACE "\"${h}\"" "[\"$<JOIN:$<TARGET_OBJECTS:${t}>,\"$<COMMA> \">\"]"
+           manifest "${manifest}")
+  endforeach()
+  file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/fusionlab_manifest.json" CONTENT "${manifest}\n")
+
+  string(REPLACE ";" " " names "${names}")
+  string(REPLACE ";" " " harness "${harness}")
+  set(head "# fusionlab_layout.sh -- written by CMake (cmake/Lesson.cmake,\n"
+           "# lesson_write_layout): where this build keeps what lab runs. Do not edit.\n"
+           "fl_layout_format=1\n"
+           "fl_lessons='${names}'\n"
+           "fl_harness_libs='${harness}'\n"
+           "fl_generator='${CMAKE_GENERATOR}'\n")
+  if(FUSIONLAB_GNUPLOT)
+    list(APPEND head "fl_gnuplot='${FUSIONLAB_GNUPLOT}'\n")
+  endif()
+  # what the top CMakeLists.txt found missing, as Debian packages
+  foreach(what COURSE PLOT GRADER)
+    string(TOLOWER "${what}" w)
+    string(REPLACE ";" " " pkgs "${FUSIONLAB_MISSING_${what}}")
+    list(APPEND head "fl_missing_${w}='${pkgs}'\n")
+  endforeach()
+  if(TARGET fusionlab_grade)
+    string(APPEND head "fl_grader_bin='$<TARGET_FILE:fusionlab_grade>'\n")
+  endif()
+  string(JOIN "" text ${head} "${sh}")
+  file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/fusionlab_layout.sh" CONTENT "${text}")
 endfunction()
 
 # The adversarial corpus of a lesson (tests/adversarial/NN-name/*.patch): each
@@ -285,8 +379,21 @@ function(_lesson_corpus kind name num slug exercise tool_targets)
     endif()
     get_filename_component(copy_dir "${copy}" DIRECTORY)
     file(MAKE_DIRECTORY "${copy_dir}")
+    # the patch applies to the worked file as the compiler sees it: without
+    # the lines of the skeleton markers (//@ and //| in column 1: see
+    # tools/skeleton.c), which only say how the skeleton differs
+    set(base "${CMAKE_BINARY_DIR}/${kind}/solution/${name}/${rep}")
+    if(NOT EXISTS "${base}" OR "${solution}/${rep}" IS_NEWER_THAN "${base}")
+      get_filename_component(base_dir "${base}" DIRECTORY)
+      file(MAKE_DIRECTORY "${base_dir}")
+      execute_process(COMMAND sed -e "/^\\/\\/[@|]/d" "${solution}/${rep}"
+                      OUTPUT_FILE "${base}" RESULT_VARIABLE rc)
+      if(NOT rc EQUAL 0)
+        message(FATAL_ERROR "could not write ${base} from ${solution}/${rep} (sed)")
+      endif()
+    endif()
     execute_process(COMMAND "${FUSIONLAB_PATCH}" --silent --force --fuzz=0 -o "${copy}"
-                            "${solution}/${rep}" "${entry}"
+                            "${base}" "${entry}"
                     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
     file(REMOVE "${copy}.orig" "${copy}.rej")
     if(NOT rc EQUAL 0)
@@ -310,6 +417,12 @@ function(_lesson_corpus kind name num slug exercise tool_targets)
       add_dependencies(${t} ${tool_targets})
     endif()
     set_property(GLOBAL APPEND PROPERTY ${listprop} "${name} ${t} ${t}_lib ${entry}")
+    # for the corpus runner: the entry's program, and the object of its
+    # patched file (the one the object scan judges)
+    get_property(sh GLOBAL PROPERTY FUSIONLAB_LAYOUT_SH)
+    string(APPEND sh "fl_${t}_bin='$<TARGET_FILE:${t}>'\n"
+      "fl_${t}_objects='$<JOIN:$<FILTER:$<TARGET_OBJECTS:${t}_lib>,INCLUDE,/${kind}/>, >'\n")
+    set_property(GLOBAL PROPERTY FUSIONLAB_LAYOUT_SH "${sh}")
   endforeach()
 endfunction()
 

@@ -71,14 +71,6 @@ static void kernels_of(grader *g, char *const *files, int n, int sandboxed, strs
     proc_result_free(&r);
 }
 
-static strlist *g_found;
-
-static int collect_o(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st; (void)ftw;
-    if (flag == FTW_F && ends_with(path, ".o")) strlist_add(g_found, path);
-    return 0;
-}
 
 /* "a","b",...: the fields of one CSV line (ncu quotes every field). */
 static void csv_fields(const char *line, strlist *out)
@@ -199,17 +191,13 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
     if (!g->gpu) return NULL; /* no speed check ran */
     strset mine = {0}, harness = {0}, base = {0};
     strlist objs = {0};
-    g_found = &objs;
-    char *objdir = xasprintf("%s/CMakeFiles/lesson%s_student.dir", g->build, li->number);
-    nftw(objdir, collect_o, 16, FTW_PHYS);
-    free(objdir);
+    for (int i = 0; i < li->b.student_objects.n; ++i)
+        if (is_file(li->b.student_objects.v[i])) strlist_add(&objs, li->b.student_objects.v[i]);
     kernels_of(g, objs.v, objs.n, 1, &mine);
     strlist_free(&objs);
-    char *libs[] = {path_join(g->build, "libfusionlab_common.a"),
-                    path_join(g->build, "libfusionlab_testlib.a"),
-                    xasprintf("%s/liblesson%s_baseline.a", g->build, li->number)};
-    kernels_of(g, libs, 2, 0, &harness);
-    kernels_of(g, libs + 2, 1, 0, &base);
+    kernels_of(g, g->man.harness_libs.v, g->man.harness_libs.n, 0, &harness);
+    char *baseline = li->b.baseline_lib;
+    kernels_of(g, &baseline, 1, 0, &base);
     sbuf why = {0};
     for (int c = 0; c < rl->n; ++c) {
         const rubric_check *k = &rl->checks[c];
@@ -258,7 +246,6 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
             strlist_free(&a.seen);
         }
     }
-    for (int i = 0; i < 3; ++i) free(libs[i]);
     strset_free(&mine);
     strset_free(&harness);
     strset_free(&base);

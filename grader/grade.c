@@ -219,6 +219,15 @@ static int setup(grader *g)
         manifest_free(&m2);
         return -1;
     }
+    /* from here on, every path the grader builds, runs or scans is the one
+     * the scratch build's CMake wrote */
+    if (manifest_adopt_build(&g->man, &m2) != 0 || strcmp(g->man.generator, "Unix Makefiles") != 0) {
+        setup_failed(g, "the scratch build's manifest does not list the course's lessons, or the "
+                        "build is not made of Makefiles (the grader builds a student's targets "
+                        "with their Makefile rules)", NULL);
+        manifest_free(&m2);
+        return -1;
+    }
     manifest_free(&m2);
 
     /* what every submission shares, built once */

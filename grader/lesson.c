@@ -184,7 +184,7 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
     for (int i = 0; i < rl->n; ++i)
         if (rl->checks[i].suite && !strlist_has(&suites, rl->checks[i].suite))
             strlist_add(&suites, rl->checks[i].suite);
-    char *binary = path_join(g->build, li->test);
+    char *binary = xstrdup(li->b.test_bin);
     char **evidence = NULL;
     suite_run *runs = run_suites(g, s, lr, binary, &suites, progress, &evidence);
     /* 5: what the report claims, against the worked solution's run */
@@ -242,7 +242,7 @@ void run_reference(grader *g, const lesson_info *li, const rubric_lesson *rl)
                      li->number);
         return;
     }
-    char *binary = path_join(g->build, li->solution_test);
+    char *binary = xstrdup(li->b.solution_test_bin);
     if (!is_file(binary)) {
         strlist_addf(&g->reference_notes, "lesson %s: the worked solution's tests did not build",
                      li->number);

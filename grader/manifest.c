@@ -36,6 +36,35 @@ static int plain_name(const char *s)
     return 1;
 }
 
+/* The "build" object of a lesson entry; 0, or -1 when a path is missing. */
+static int load_build(const cJSON *entry, lesson_build *b, int has_test, int has_solution)
+{
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(entry, "build");
+    if (!cJSON_IsObject(o)) return -1;
+    b->student_lib = json_str(o, "student_lib");
+    b->student_rules = json_str(o, "student_rules");
+    b->baseline_lib = json_str(o, "baseline_lib");
+    b->scan_rules = json_str(o, "scan_rules");
+    b->test_bin = json_str(o, "test_bin");
+    b->test_rules = json_str(o, "test_rules");
+    b->solution_test_bin = json_str(o, "solution_test_bin");
+    if (json_strlist(o, "student_objects", &b->student_objects) != 0) return -1;
+    if (!b->student_lib || !b->student_rules || !b->baseline_lib || !b->scan_rules ||
+        b->student_objects.n == 0)
+        return -1;
+    if (has_test && (!b->test_bin || !b->test_rules)) return -1;
+    if (has_solution && !b->solution_test_bin) return -1;
+    return 0;
+}
+
+static void free_build(lesson_build *b)
+{
+    free(b->student_lib); free(b->student_rules); free(b->baseline_lib); free(b->scan_rules);
+    free(b->test_bin); free(b->test_rules); free(b->solution_test_bin);
+    strlist_free(&b->student_objects);
+    memset(b, 0, sizeof *b);
+}
+
 int manifest_load(const char *path, manifest *m, char **err)
 {
     memset(m, 0, sizeof *m);
@@ -59,6 +88,14 @@ int manifest_load(const char *path, manifest *m, char **err)
         return -1;
     }
     m->student_root = json_str(root, "student_root");
+    m->generator = json_str(root, "generator");
+    if (json_strlist(root, "harness_libs", &m->harness_libs) != 0 || m->harness_libs.n == 0 ||
+        m->generator == NULL) {
+        *err = xasprintf("%s does not say where the build keeps its libraries (written by an "
+                         "older course: configure the build again)", path);
+        cJSON_Delete(root);
+        return -1;
+    }
     int n = cJSON_GetArraySize(lessons);
     m->lessons = xcalloc((size_t)n, sizeof *m->lessons);
     const cJSON *it;
@@ -73,6 +110,8 @@ int manifest_load(const char *path, manifest *m, char **err)
         int bad = l->name == NULL || l->number == NULL || strlen(l->number) != 2 ||
                   json_strlist(it, "exercise", &l->exercise) != 0 || l->exercise.n == 0 ||
                   json_strlist(it, "tools", &l->tools) != 0;
+        if (!bad && load_build(it, &l->b, l->test != NULL, l->solution_test != NULL) != 0)
+            bad = 1;
         for (int i = 0; !bad && i < l->exercise.n; ++i)
             if (!plain_name(l->exercise.v[i])) bad = 1;
         if (!bad && !plain_name(l->name)) bad = 1;
@@ -101,8 +140,30 @@ void manifest_free(manifest *m)
         free(l->name); free(l->number); free(l->slug); free(l->test); free(l->solution_test);
         strlist_free(&l->exercise);
         strlist_free(&l->tools);
+        free_build(&l->b);
     }
     free(m->lessons);
     free(m->student_root);
+    free(m->generator);
+    strlist_free(&m->harness_libs);
     memset(m, 0, sizeof *m);
+}
+
+int manifest_adopt_build(manifest *m, manifest *from)
+{
+    for (int i = 0; i < m->n; ++i) {
+        lesson_info *mine = &m->lessons[i];
+        lesson_info *theirs = (lesson_info *)manifest_find(from, mine->number);
+        if (theirs == NULL) return -1;
+        free_build(&mine->b);
+        mine->b = theirs->b;
+        memset(&theirs->b, 0, sizeof theirs->b);
+    }
+    free(m->generator);
+    m->generator = from->generator;
+    from->generator = NULL;
+    strlist_free(&m->harness_libs);
+    m->harness_libs = from->harness_libs;
+    memset(&from->harness_libs, 0, sizeof from->harness_libs);
+    return 0;
 }

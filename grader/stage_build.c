@@ -53,15 +53,14 @@ static int unlink_objects(const char *path, const struct stat *st, int flag, str
 
 static void clean_student_build(grader *g, const lesson_info *li)
 {
-    char *objdir = xasprintf("%s/CMakeFiles/lesson%s_student.dir", g->build, li->number);
+    /* every object under the target's folder, not only those the build
+     * lists: nothing a previous submission left may be linked again */
+    char *objdir = path_join(g->build, li->b.student_rules);
     if (is_dir(objdir)) nftw(objdir, unlink_objects, 16, FTW_PHYS);
     free(objdir);
-    char *lib = xasprintf("%s/liblesson%s_student.a", g->build, li->number);
-    unlink(lib);
-    free(lib);
-    char *bin = path_join(g->build, li->test);
-    unlink(bin);
-    free(bin);
+    for (int i = 0; i < li->b.student_objects.n; ++i) unlink(li->b.student_objects.v[i]);
+    unlink(li->b.student_lib);
+    unlink(li->b.test_bin);
 }
 
 /* "PATH:LINE:COL: error ..." (gcc) or "PATH(LINE): error ..." (nvcc's
@@ -144,11 +143,13 @@ static char *student_diagnostics(const grader *g, const lesson_info *li, const c
  * not show the worked solutions' sources that their rules would check. */
 static int build_targets(grader *g, const lesson_info *li, double timeout, proc_result *r)
 {
+    /* the targets' rule folders, as the manifest names them (relative to
+     * the build folder, where make runs: the rules' own target names) */
     char *script = xasprintf(
-        "set -e; for t in lesson%s_student %s; do "
-        "make --no-print-directory -j%d -f CMakeFiles/$t.dir/build.make CMakeFiles/$t.dir/depend; "
-        "make --no-print-directory -j%d -f CMakeFiles/$t.dir/build.make CMakeFiles/$t.dir/build; "
-        "done", li->number, li->test, g->jobs, g->jobs);
+        "set -e; for d in '%s' '%s'; do "
+        "make --no-print-directory -j%d -f \"$d/build.make\" \"$d/depend\"; "
+        "make --no-print-directory -j%d -f \"$d/build.make\" \"$d/build\"; "
+        "done", li->b.student_rules, li->b.test_rules, g->jobs, g->jobs);
     char *argv[] = {"sh", "-c", script, NULL};
     proc_opts o = {.timeout_s = timeout, .head = 1 << 20, .tail = 1 << 20};
     int rc = run_step(g, STEP_BUILD, li, NULL, argv, NULL, &o, r);

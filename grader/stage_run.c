@@ -466,7 +466,7 @@ char *verify_runs(grader *g, submission *s, lesson_result *lr, const strlist *su
     const lesson_info *li = lr->li;
     if (li->solution_test == NULL)
         return xstrdup("this course tree has no worked solution to verify the report against");
-    char *binary = path_join(g->build, li->solution_test);
+    char *binary = xstrdup(li->b.solution_test_bin);
     suite_run *tru = xcalloc((size_t)(suites->n + 1), sizeof *tru);
     char **tev = xcalloc((size_t)(suites->n + 1), sizeof *tev);
     pid_t *pids = xcalloc((size_t)(suites->n + 1), sizeof *pids);

@@ -113,7 +113,9 @@ static strset *harness_symbols(grader *g, const lesson_info *li)
     memset(h, 0, sizeof *h);
     h->li = li;
 
-    char *link = xasprintf("%s/CMakeFiles/%s.dir/link.txt", g->build, li->test);
+    char *rules = path_join(g->build, li->b.test_rules);
+    char *link = path_join(rules, "link.txt");
+    free(rules);
     char *text = read_file(link, 1 << 20, NULL, NULL);
     free(link);
     if (text == NULL) return NULL;
@@ -131,7 +133,7 @@ static strset *harness_symbols(grader *g, const lesson_info *li)
             strlist_add(&expanded, words.v[i]);
         }
     }
-    char *student_lib = xasprintf("liblesson%s_student.a", li->number);
+    char *student_lib = xstrdup(path_base(li->b.student_lib));
     const char *linker = expanded.n > 0 ? expanded.v[0] : "cc";
     for (int i = 1; i < expanded.n; ++i) {
         const char *w = expanded.v[i];
@@ -193,13 +195,24 @@ static int collect_object(const char *path, const struct stat *st, int flag, str
     return 0;
 }
 
-/* The object files of the student's library in the scratch build. */
+/* The object files of the student's library in the scratch build: those
+ * its CMake lists, and any other left in the target's folder (none should
+ * be: the build stage removes them first). */
 static void student_objects(grader *g, const lesson_info *li, strlist *objs)
 {
-    g_objs = objs;
-    char *objdir = xasprintf("%s/CMakeFiles/lesson%s_student.dir", g->build, li->number);
+    for (int i = 0; i < li->b.student_objects.n; ++i)
+        if (is_file(li->b.student_objects.v[i])) strlist_add(objs, li->b.student_objects.v[i]);
+    strlist extra = {0};
+    g_objs = &extra;
+    char *objdir = path_join(g->build, li->b.student_rules);
     nftw(objdir, collect_object, 16, FTW_PHYS);
     free(objdir);
+    for (int i = 0; i < extra.n; ++i) {
+        int listed = 0;
+        for (int j = 0; j < objs->n && !listed; ++j) listed = strcmp(objs->v[j], extra.v[i]) == 0;
+        if (!listed) strlist_add(objs, extra.v[i]);
+    }
+    strlist_free(&extra);
 }
 
 static char *demangle(const char *name)
@@ -281,23 +294,21 @@ static int object_scan(grader *g, const lesson_info *li, char **out)
         return -1;
     }
     char *script = path_join(g->course, "tools/scan-objects");
-    char *libs[3] = {path_join(g->build, "libfusionlab_common.a"),
-                     path_join(g->build, "libfusionlab_testlib.a"),
-                     xasprintf("%s/liblesson%s_baseline.a", g->build, li->number)};
+    const strlist *harness = &g->man.harness_libs;
     /* the lesson's own rules (lesson_add's SCAN_RULES), when it has any */
-    char *rules = xasprintf("%s/scan-rules/lesson%s.txt", g->build, li->number);
-    char **argv = xcalloc((size_t)objs.n + 12, sizeof *argv);
+    char *rules = li->b.scan_rules;
+    char **argv = xcalloc((size_t)objs.n + 2 * (size_t)harness->n + 10, sizeof *argv);
     int k = 0;
     argv[k++] = "sh";
     argv[k++] = script;
-    for (int i = 0; i < 2; ++i)
-        if (is_file(libs[i])) {
+    for (int i = 0; i < harness->n; ++i)
+        if (is_file(harness->v[i])) {
             argv[k++] = "--harness";
-            argv[k++] = libs[i];
+            argv[k++] = harness->v[i];
         }
-    if (is_file(libs[2])) {
+    if (is_file(li->b.baseline_lib)) {
         argv[k++] = "--baseline";
-        argv[k++] = libs[2];
+        argv[k++] = li->b.baseline_lib;
     }
     if (is_file(rules)) {
         argv[k++] = "--rules";
@@ -307,7 +318,8 @@ static int object_scan(grader *g, const lesson_info *li, char **out)
      * define (besides its own kernels) */
     strlist api = {0};
     lesson_headers(g, li, &api);
-    argv = xrealloc(argv, (size_t)(objs.n + 12 + 2 * api.n) * sizeof *argv);
+    argv = xrealloc(argv, ((size_t)objs.n + 2 * (size_t)harness->n + 10 + 2 * (size_t)api.n) *
+                              sizeof *argv);
     for (int i = 0; i < api.n; ++i) {
         argv[k++] = "--api";
         argv[k++] = api.v[i];
@@ -344,8 +356,6 @@ static int object_scan(grader *g, const lesson_info *li, char **out)
     proc_result_free(&r);
     free(argv);
     free(script);
-    for (int i = 0; i < 3; ++i) free(libs[i]);
-    free(rules);
     strlist_free(&objs);
     return rc;
 }
