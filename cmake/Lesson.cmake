@@ -175,6 +175,15 @@ function(lesson_add name)
                    "${L_CPU_SUITES}" ${has_solution})
 endfunction()
 
+# The worked file `src` as the compiler sees it, written to `dst`: less its
+# skeleton markers, the lines that begin with //@ or //| (tools/skeleton.c).
+function(_lesson_worked_code src dst)
+  file(READ "${src}" text)
+  string(REGEX REPLACE "\n//[@|][^\n]*" "" text "\n${text}")
+  string(SUBSTRING "${text}" 1 -1 text)
+  file(WRITE "${dst}" "${text}")
+endfunction()
+
 # A JSON string literal of `text` (quotes, backslashes and control characters
 # escaped).
 function(_lesson_json_string out text)
@@ -238,8 +247,9 @@ endfunction()
 # entry is a known-bad version of one exercise file, kept as a patch to the
 # worked file its "// REPLACES: file" line names (the patch's comment block
 # says what is wrong). At configure time the patch is applied (GNU patch) to a
-# copy of the worked file under the name of the file it replaces, so it
-# builds exactly as a student's copy would. For each entry: a library
+# copy of the worked file, less its skeleton markers (_lesson_worked_code),
+# under the name of the file it replaces, so it builds exactly as a
+# student's copy would. For each entry: a library
 # adv_NN_<stem>_lib (the bad file plus the worked versions of the lesson's
 # other exercise files) and the lesson's test program linked against it,
 # adv_NN_<stem>. Built only on demand (tests/adversarial/run-corpus, ./lab
@@ -269,6 +279,12 @@ function(_lesson_corpus kind name num slug exercise tool_targets)
   file(GLOB entries CONFIGURE_DEPENDS "${dir}/*.patch")
   set(course "${PROJECT_SOURCE_DIR}/lessons/${name}")
   set(solution "${PROJECT_SOURCE_DIR}/solutions/${name}")
+  # the patches are diffs against the worked code, the solution less its
+  # skeleton markers (what `fl_skeleton --level solution` prints)
+  set(worked "${CMAKE_BINARY_DIR}/${kind}/worked/${name}")
+  foreach(f IN LISTS exercise)
+    _lesson_worked_code("${solution}/${f}" "${worked}/${f}")
+  endforeach()
   foreach(entry IN LISTS entries)
     get_filename_component(stem "${entry}" NAME_WE)
     file(STRINGS "${entry}" rep REGEX "^// REPLACES: " LIMIT_COUNT 1)
@@ -286,12 +302,13 @@ function(_lesson_corpus kind name num slug exercise tool_targets)
     get_filename_component(copy_dir "${copy}" DIRECTORY)
     file(MAKE_DIRECTORY "${copy_dir}")
     execute_process(COMMAND "${FUSIONLAB_PATCH}" --silent --force --fuzz=0 -o "${copy}"
-                            "${solution}/${rep}" "${entry}"
+                            "${worked}/${rep}" "${entry}"
                     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
     file(REMOVE "${copy}.orig" "${copy}.rej")
     if(NOT rc EQUAL 0)
       file(REMOVE "${copy}")
-      message(WARNING "${entry} no longer applies to ${solution}/${rep} (left out): ${out}")
+      message(WARNING "${entry} no longer applies to ${solution}/${rep} (less its skeleton "
+                      "markers: ${worked}/${rep}; left out): ${out}")
       continue()
     endif()
     set(srcs "${copy}")
