@@ -24,8 +24,13 @@
 # their own (label cpu), so a machine without a GPU reports their failures
 # instead of folding them into the GPU entry's "skipped".
 #
+# The EXERCISE files in lessons/ are generated from the marked worked
+# solutions (tools/skeleton.c): each gets a ctest entry NN-name/sources/FILE
+# (label sources) that checks the committed file is what its solution gives,
+# and the target `skeletons` (./lab skeletons) writes them.
+#
 # Without solutions/ (the student bundle, `./lab export-student`) the
-# solution variants are left out; LIBS and TOOLS that name a lesson's
+# solution variants and the sources checks are left out; LIBS and TOOLS that name a lesson's
 # solution library use that lesson's student library instead.
 # Each call also adds the lesson to ${CMAKE_BINARY_DIR}/fusionlab_manifest.json,
 # the grader's list of the files a student may change (see _lesson_manifest).
@@ -154,6 +159,9 @@ function(lesson_add name)
                          LABELS "gpu;student;lesson${num}" RUN_SERIAL TRUE
                          SKIP_REGULAR_EXPRESSION "no CUDA device")
   endif()
+  if(has_solution)
+    _lesson_sources("${name}" "${num}" "${L_EXERCISE}")
+  endif()
   if(FUSIONLAB_HAVE_CRITERION AND FUSIONLAB_CORPUS AND has_solution)
     _lesson_corpus(adversarial "${name}" "${num}" "${slug}" "${L_EXERCISE}" "${tool_targets}")
     _lesson_corpus(variants "${name}" "${num}" "${slug}" "${L_EXERCISE}" "${tool_targets}")
@@ -173,6 +181,27 @@ function(lesson_add name)
   set_property(GLOBAL APPEND PROPERTY FUSIONLAB_LESSONS "${name}")
   _lesson_manifest("${name}" "${num}" "${slug}" "${L_EXERCISE}" "${tool_targets}"
                    "${L_CPU_SUITES}" ${has_solution})
+endfunction()
+
+# The skeletons of a lesson's exercise files: a test per file that checks
+# lessons/NN-name/FILE against what solutions/NN-name/FILE gives (fl_skeleton
+# --check; it prints the first differing line and how to regenerate), and a
+# target skeletons_NN, part of `skeletons`, that regenerates them.
+function(_lesson_sources name num exercise)
+  set(course "${PROJECT_SOURCE_DIR}/lessons/${name}")
+  set(solution "${PROJECT_SOURCE_DIR}/solutions/${name}")
+  if(NOT TARGET skeletons)
+    add_custom_target(skeletons)
+  endif()
+  set(cmds "")
+  foreach(f IN LISTS exercise)
+    add_test(NAME ${name}/sources/${f}
+             COMMAND fl_skeleton --check --lesson ${num} "${solution}/${f}" "${course}/${f}")
+    set_tests_properties(${name}/sources/${f} PROPERTIES LABELS "sources;cpu;lesson${num}")
+    list(APPEND cmds COMMAND fl_skeleton "${solution}/${f}" -o "${course}/${f}")
+  endforeach()
+  add_custom_target(skeletons_${num} ${cmds} VERBATIM)
+  add_dependencies(skeletons skeletons_${num})
 endfunction()
 
 # The worked file `src` as the compiler sees it, written to `dst`: less its
