@@ -24,8 +24,13 @@
 # their own (label cpu), so a machine without a GPU reports their failures
 # instead of folding them into the GPU entry's "skipped".
 #
+# The EXERCISE files in lessons/ are generated from the marked worked
+# solutions (tools/skeleton.c): each gets a ctest entry NN-name/sources/FILE
+# (label sources) that checks the committed file is what its solution gives,
+# and the target `skeletons` (./lab skeletons) writes them.
+#
 # Without solutions/ (the student bundle, `./lab export-student`) the
-# solution variants are left out; LIBS and TOOLS that name a lesson's
+# solution variants and the sources checks are left out; LIBS and TOOLS that name a lesson's
 # solution library use that lesson's student library instead.
 # Each call also adds the lesson to ${CMAKE_BINARY_DIR}/fusionlab_manifest.json,
 # the grader's list of the files a student may change (see _lesson_manifest).
@@ -154,6 +159,9 @@ function(lesson_add name)
                          LABELS "gpu;student;lesson${num}" RUN_SERIAL TRUE
                          SKIP_REGULAR_EXPRESSION "no CUDA device")
   endif()
+  if(has_solution)
+    _lesson_sources("${name}" "${num}" "${L_EXERCISE}")
+  endif()
   if(FUSIONLAB_HAVE_CRITERION AND FUSIONLAB_CORPUS AND has_solution)
     _lesson_corpus(adversarial "${name}" "${num}" "${slug}" "${L_EXERCISE}" "${tool_targets}")
     _lesson_corpus(variants "${name}" "${num}" "${slug}" "${L_EXERCISE}" "${tool_targets}")
@@ -173,6 +181,36 @@ function(lesson_add name)
   set_property(GLOBAL APPEND PROPERTY FUSIONLAB_LESSONS "${name}")
   _lesson_manifest("${name}" "${num}" "${slug}" "${L_EXERCISE}" "${tool_targets}"
                    "${L_CPU_SUITES}" ${has_solution})
+endfunction()
+
+# The skeletons of a lesson's exercise files: a test per file that checks
+# lessons/NN-name/FILE against what solutions/NN-name/FILE gives (fl_skeleton
+# --check; it prints the first differing line and how to regenerate), and a
+# target skeletons_NN, part of `skeletons`, that regenerates them.
+function(_lesson_sources name num exercise)
+  set(course "${PROJECT_SOURCE_DIR}/lessons/${name}")
+  set(solution "${PROJECT_SOURCE_DIR}/solutions/${name}")
+  if(NOT TARGET skeletons)
+    add_custom_target(skeletons)
+  endif()
+  set(cmds "")
+  foreach(f IN LISTS exercise)
+    add_test(NAME ${name}/sources/${f}
+             COMMAND fl_skeleton --check --lesson ${num} "${solution}/${f}" "${course}/${f}")
+    set_tests_properties(${name}/sources/${f} PROPERTIES LABELS "sources;cpu;lesson${num}")
+    list(APPEND cmds COMMAND fl_skeleton "${solution}/${f}" -o "${course}/${f}")
+  endforeach()
+  add_custom_target(skeletons_${num} ${cmds} VERBATIM)
+  add_dependencies(skeletons skeletons_${num})
+endfunction()
+
+# The worked file `src` as the compiler sees it, written to `dst`: less its
+# skeleton markers, the lines that begin with //@ or //| (tools/skeleton.c).
+function(_lesson_worked_code src dst)
+  file(READ "${src}" text)
+  string(REGEX REPLACE "\n//[@|][^\n]*" "" text "\n${text}")
+  string(SUBSTRING "${text}" 1 -1 text)
+  file(WRITE "${dst}" "${text}")
 endfunction()
 
 # A JSON string literal of `text` (quotes, backslashes and control characters
@@ -332,8 +370,9 @@ endfunction()
 # entry is a known-bad version of one exercise file, kept as a patch to the
 # worked file its "// REPLACES: file" line names (the patch's comment block
 # says what is wrong). At configure time the patch is applied (GNU patch) to a
-# copy of the worked file under the name of the file it replaces, so it
-# builds exactly as a student's copy would. For each entry: a library
+# copy of the worked file, less its skeleton markers (_lesson_worked_code),
+# under the name of the file it replaces, so it builds exactly as a
+# student's copy would. For each entry: a library
 # adv_NN_<stem>_lib (the bad file plus the worked versions of the lesson's
 # other exercise files) and the lesson's test program linked against it,
 # adv_NN_<stem>. Built only on demand (tests/adversarial/run-corpus, ./lab
@@ -363,6 +402,12 @@ function(_lesson_corpus kind name num slug exercise tool_targets)
   file(GLOB entries CONFIGURE_DEPENDS "${dir}/*.patch")
   set(course "${PROJECT_SOURCE_DIR}/lessons/${name}")
   set(solution "${PROJECT_SOURCE_DIR}/solutions/${name}")
+  # the patches are diffs against the worked code, the solution less its
+  # skeleton markers (what `fl_skeleton --level solution` prints)
+  set(worked "${CMAKE_BINARY_DIR}/${kind}/worked/${name}")
+  foreach(f IN LISTS exercise)
+    _lesson_worked_code("${solution}/${f}" "${worked}/${f}")
+  endforeach()
   foreach(entry IN LISTS entries)
     get_filename_component(stem "${entry}" NAME_WE)
     file(STRINGS "${entry}" rep REGEX "^// REPLACES: " LIMIT_COUNT 1)
@@ -379,26 +424,14 @@ function(_lesson_corpus kind name num slug exercise tool_targets)
     endif()
     get_filename_component(copy_dir "${copy}" DIRECTORY)
     file(MAKE_DIRECTORY "${copy_dir}")
-    # the patch applies to the worked file as the compiler sees it: without
-    # the lines of the skeleton markers (//@ and //| in column 1: see
-    # tools/skeleton.c), which only say how the skeleton differs
-    set(base "${CMAKE_BINARY_DIR}/${kind}/solution/${name}/${rep}")
-    if(NOT EXISTS "${base}" OR "${solution}/${rep}" IS_NEWER_THAN "${base}")
-      get_filename_component(base_dir "${base}" DIRECTORY)
-      file(MAKE_DIRECTORY "${base_dir}")
-      execute_process(COMMAND sed -e "/^\\/\\/[@|]/d" "${solution}/${rep}"
-                      OUTPUT_FILE "${base}" RESULT_VARIABLE rc)
-      if(NOT rc EQUAL 0)
-        message(FATAL_ERROR "could not write ${base} from ${solution}/${rep} (sed)")
-      endif()
-    endif()
     execute_process(COMMAND "${FUSIONLAB_PATCH}" --silent --force --fuzz=0 -o "${copy}"
-                            "${base}" "${entry}"
+                            "${worked}/${rep}" "${entry}"
                     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
     file(REMOVE "${copy}.orig" "${copy}.rej")
     if(NOT rc EQUAL 0)
       file(REMOVE "${copy}")
-      message(WARNING "${entry} no longer applies to ${solution}/${rep} (left out): ${out}")
+      message(WARNING "${entry} no longer applies to ${solution}/${rep} (less its skeleton "
+                      "markers: ${worked}/${rep}; left out): ${out}")
       continue()
     endif()
     set(srcs "${copy}")

@@ -1,3 +1,4 @@
+//@{
 // solutions/01-vector-add/vector_add.cu — worked solution of lesson 01.
 //
 // Part A: c = a + b, one element per loop step, with the bounds mask and a
@@ -7,31 +8,65 @@
 //         16 bytes per load where the pointers allow it.
 //
 // Build and check:  ./lab check 01   (student file)   ./lab test (this one)
+//@ guided
+//| // lessons/01-vector-add/vector_add.cu — YOUR FILE for lesson 01.
+//| //
+//| // Part A: c = a + b            (vector_add_kernel)
+//| // Part B: y = (a + b) * s + c  (fused_elementwise_kernel), in one kernel
+//| //
+//| // It compiles and runs as shipped, but the kernels do nothing yet, so
+//| // `./lab check 01` fails. Fill in the TODOs, then run `./lab check 01` again.
+//| // The lesson's README.md explains the why; read it first.
+//@}
 #include "vector_add.h"
+//@{
 #include "device.h"
 
 #include <stdint.h>
+//@ guided
+//@}
 
 // ============================================================================
 // Part A — kernel
 // ============================================================================
 
+//@{
 // a, b, c have n elements. The grid may have fewer threads than n (the
 // launcher caps it to what the GPU holds at once), so each thread walks the
 // array in steps of the whole grid: thread t handles t, t + T, t + 2T, ...
 // Neighbouring threads touch neighbouring floats, so every warp's access is
 // one contiguous 128-byte segment: coalesced.
+//@ guided
+//| // a, b, c are device arrays of n floats. The launcher below starts
+//| // CEIL_DIV(n, 256) blocks of 256 threads: at least one thread per element,
+//| // and usually a few more than n.
+//@}
 __global__ void vector_add_kernel(const float *a, const float *b, float *c, size_t n)
 {
+//@{ A1 A2 A3
     size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
         c[i] = a[i] + b[i]; // i < n is the bounds mask: the last block overhangs
+//@ guided
+//|     // TODO(A1): compute this thread's element index from blockIdx.x,
+//|     //           blockDim.x and threadIdx.x (use size_t: n can exceed 2^31).
+//|     // TODO(A2): the last block overhangs the array: only threads with an
+//|     //           index below n may read and write.
+//|     // TODO(A3): c[i] = a[i] + b[i]
+//|     // Going further: turn it into a grid-stride loop (README, "Hints") so a
+//|     //           grid of any size covers any n.
+//@}
 }
 
 // ============================================================================
+//@{
 // Part B — kernels
+//@ guided
+//| // Part B — kernel
+//@}
 // ============================================================================
 
+//@{ B3
 // y = (a + b) * s + c; all arrays n elements, all pointers 16-byte aligned
 // (the launcher checks). The body moves float4s: one 16-byte load per input
 // per step, so a warp asks for 512 contiguous bytes at a time and keeps more
@@ -59,29 +94,60 @@ __global__ void fused_elementwise_vec4_kernel(const float *a, const float *b,
     for (size_t i = 4 * n4 + tid; i < n; i += stride) y[i] = (a[i] + b[i]) * s + c[i];
 }
 
+//@ guided
+//@}
+//@{
 // Fallback for pointers that are not 16-byte aligned.
+//@ guided
+//| // y = (a + b) * s + c. a, b, c, y are device arrays of n floats; s is a
+//| // scalar. The baseline in elementwise_unfused.cu runs three kernels and
+//| // writes two intermediates to memory; here nothing but y is written.
+//@}
 __global__ void fused_elementwise_kernel(const float *a, const float *b,
                                          const float *c, float s, float *y, size_t n)
 {
+//@{ B1 B2 B3
     size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
         y[i] = (a[i] + b[i]) * s + c[i];
+//@ guided
+//|     // TODO(B1): same indexing and bounds mask as Part A.
+//|     // TODO(B2): y[i] = (a[i] + b[i]) * s + c[i], with the intermediates in
+//|     //           registers (local variables), never in memory.
+//|     // TODO(B3), to reach the speed target: read 16 bytes at a time (float4)
+//|     //           when the pointers are 16-byte aligned, and handle the n % 4
+//|     //           leftovers (README, "Hints").
+//@}
 }
 
 // ============================================================================
+//@{
 // launchers
+//@ guided
+//| // launchers (you may change these; keep the signatures)
+//@}
 // ============================================================================
 
+//@{
 static const int kThreads = 256;
 static const int kBlocksPerSm = 8; // 8 x 256 = 2048 resident threads per SM
 
+//@ guided
+//@}
 EXTERN_C cudaError_t vector_add(const float *a, const float *b, float *c,
                                 size_t n, cudaStream_t stream)
 {
     if (n == 0) return cudaSuccess;
+//@{
     unsigned int blocks = fl_grid_blocks(n, kThreads, kBlocksPerSm);
     vector_add_kernel<<<blocks, kThreads, 0, stream>>>(a, b, c, n);
     CUDA_CHECK_LAST();
+//@ guided
+//|     const int threads = 256;
+//|     unsigned int blocks = (unsigned int)CEIL_DIV(n, (size_t)threads);
+//|     vector_add_kernel<<<blocks, threads, 0, stream>>>(a, b, c, n);
+//|     CUDA_CHECK_LAST(); // reports a bad launch (e.g. too many threads per block)
+//@}
     return cudaSuccess;
 }
 
@@ -90,6 +156,7 @@ EXTERN_C cudaError_t fused_elementwise(const float *a, const float *b,
                                        size_t n, cudaStream_t stream)
 {
     if (n == 0) return cudaSuccess;
+//@{
     if (FL_ALIGNED16(a) && FL_ALIGNED16(b) && FL_ALIGNED16(c) && FL_ALIGNED16(y)) {
         size_t items = n / 4 ? n / 4 : n; // float4 steps (or the few leftovers)
         unsigned int blocks = fl_grid_blocks(items, kThreads, kBlocksPerSm);
@@ -98,6 +165,11 @@ EXTERN_C cudaError_t fused_elementwise(const float *a, const float *b,
         unsigned int blocks = fl_grid_blocks(n, kThreads, kBlocksPerSm);
         fused_elementwise_kernel<<<blocks, kThreads, 0, stream>>>(a, b, c, s, y, n);
     }
+//@ guided
+//|     const int threads = 256;
+//|     unsigned int blocks = (unsigned int)CEIL_DIV(n, (size_t)threads);
+//|     fused_elementwise_kernel<<<blocks, threads, 0, stream>>>(a, b, c, s, y, n);
+//@}
     CUDA_CHECK_LAST();
     return cudaSuccess;
 }

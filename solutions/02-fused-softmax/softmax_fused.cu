@@ -1,3 +1,4 @@
+//@{
 // solutions/02-fused-softmax/softmax_fused.cu — worked solution of lesson 02.
 //
 // Row-wise softmax in one kernel: one block per row, x read once, y written
@@ -14,6 +15,22 @@
 //         softmax), a second pass writes y. x is read twice, y written once.
 //
 // Build and check:  ./lab check 02   (student file)   ./lab test (this one)
+//@ guided
+//| // lessons/02-fused-softmax/softmax_fused.cu — YOUR FILE for lesson 02.
+//| //
+//| // Row-wise softmax in ONE kernel: y[r, j] = exp(x[r, j] - m_r) / d_r with
+//| // m_r the row's max and d_r = sum_j exp(x[r, j] - m_r). One block per row.
+//| //
+//| // Part A: softmax_rows_kernel for rows that fit in registers (cols <= 32768):
+//| //         the warp and block reductions, then read x once, write y once.
+//| // Part B: make it stable: subtract the row max before exp.
+//| // Part C: softmax_online_kernel for longer rows: the online softmax.
+//| //
+//| // It compiles and runs as shipped, but the kernels do nothing yet, so
+//| // `./lab check 02` fails. Fill in the TODOs in order, running
+//| // `./lab check 02` after each part. The lesson's README.md explains the why
+//| // (and has hints, mildest first); read it first.
+//@}
 #include "softmax.h"
 
 #include <float.h>
@@ -24,57 +41,105 @@
 static const int kSlots = 8;
 static const int kMaxThreads = 1024;
 static const size_t kRegMaxCols = (size_t)4 * kSlots * kMaxThreads; // 32768
+//@{
 // Long rows: threads per block, and float4s each thread loads before it uses
 // any of them (bytes in flight hide the memory latency).
+//@ guided
+//| // Long rows: threads per block.
+//@}
 static const int kOnlineThreads = 512;
+//@{
 static const int kOnlineUnroll = 4;
+//@ guided
+//@}
 
 // ============================================================================
+//@{
 // reductions: warp, then block
+//@ guided
+//| // Part A — reductions: warp, then block
+//@}
 // ============================================================================
 
+//@{
 // A warp's 32 lanes swap registers directly with __shfl_xor_sync: after the
 // steps 16, 8, 4, 2, 1 every lane holds the result of all 32, and (max and +
 // being commutative) exactly the same bits in every lane.
+//@ guided
+//| // Every lane passes its v; every lane must get the max of all 32.
+//@}
 __device__ __forceinline__ float warp_max(float v)
 {
+//@{ A1
     for (int offset = 16; offset > 0; offset /= 2)
         v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+//@ guided
+//|     // TODO(A1): combine v with __shfl_xor_sync(0xffffffffu, v, offset) for
+//|     //           offset = 16, 8, 4, 2, 1 (README, "Reductions").
+//@}
     return v;
 }
 
 __device__ __forceinline__ float warp_sum(float v)
 {
+//@{ A1
     for (int offset = 16; offset > 0; offset /= 2)
         v += __shfl_xor_sync(0xffffffffu, v, offset);
+//@ guided
+//|     // TODO(A1): the same with + instead of max.
+//@}
     return v;
 }
 
+//@{
 // Block reductions: each warp reduces its lanes, lane 0 leaves the warp's
 // result in shared memory, and after one barrier every warp folds those (at
 // most 32) partials itself, so every thread ends with the block's result
 // and no second barrier is needed to hand it out. blockDim.x is a multiple
 // of 32. Each call site passes its own `partial` array: a warp may still be
 // reading the max partials while a faster one writes its sum partial.
+//@ guided
+//| // Every thread of the block passes its v; every thread must get the block's
+//| // result. blockDim.x is a power of two from 32 to 1024. `partial` is a
+//| // shared array of 32 floats; give each call site its own.
+//@}
 __device__ float block_max(float v, float *partial /* [32], shared */)
 {
+//@{ A2
     int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
     v = warp_max(v);
     if (warps == 1) return v;
     if (lane == 0) partial[warp] = v;
     __syncthreads(); // all partials written before any warp reads them
     return warp_max(lane < warps ? partial[lane] : -FLT_MAX);
+//@ guided
+//|     // TODO(A2): reduce within the warp; lane 0 of each warp stores the
+//|     //           warp's result in partial[warp]; __syncthreads(); then every
+//|     //           warp reduces partial[0 .. warps-1] itself (lanes past the
+//|     //           last warp use -FLT_MAX). With one warp (warps == 1 in every
+//|     //           thread alike, so the whole block skips the barrier together),
+//|     //           return after the warp step.
+//|     (void)partial;
+//|     return v;
+//@}
 }
 
 __device__ float block_sum(float v, float *partial /* [32], shared */)
 {
+//@{ A2
     int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
     v = warp_sum(v);
     if (warps == 1) return v;
     if (lane == 0) partial[warp] = v;
     __syncthreads();
     return warp_sum(lane < warps ? partial[lane] : 0.0f);
+//@ guided
+//|     // TODO(A2): the same for the sum (lanes past the last warp use 0).
+//|     (void)partial;
+//|     return v;
+//@}
 }
+//@{ C2
 
 // The online-softmax merge: (m, d) summarises some elements as their max m
 // and d = sum exp(x - m). Two summaries combine into one over both sets:
@@ -109,19 +174,35 @@ __device__ void block_online_merge(float *m, float *d, float *pm, float *pd /* [
         online_merge(m, d, m2, d2);
     }
 }
+//@ guided
+//@}
 
 // ============================================================================
+//@{
 // loading and storing a row, 4 floats per slot
+//@ guided
+//| // loading and storing a row, 4 floats per slot (complete: use these)
+//@}
 // ============================================================================
 
 // Slot j of thread t (T = blockDim.x threads share the row) holds 4 floats:
 //   vec:    the float4 at columns 4(jT + t) .. 4(jT + t) + 3   (one 16-byte load)
 //   scalar: the columns (4j + c)T + t for c = 0..3             (four 4-byte loads)
+//@{
 // Either way a warp's loads cover one contiguous span, so they coalesce, and
 // slots 0 .. ceil(cols / 4T) - 1 cover the row. vec needs the row start
 // 16-byte aligned (cols % 4 == 0 and x, y aligned); the scalar path takes
 // any cols and any pointer. Columns past the end read as -FLT_MAX, which
 // max ignores and exp turns into 0.
+//@ guided
+//| // Either way a warp's loads cover one contiguous span (coalesced), and slots
+//| // 0 .. nslots - 1, nslots = CEIL_DIV(cols, 4 * T), cover the row. Columns past
+//| // the end read as -FLT_MAX: max ignores them and exp turns them into 0, and
+//| // store_slot skips them. Any j >= 0 is safe: a slot at or past nslots reads
+//| // as four -FLT_MAX and store_slot writes nothing there, so a loop may load 4
+//| // slots at a time with no tail case. The launcher sets vec when 16-byte
+//| // accesses are safe.
+//@}
 __device__ __forceinline__ float4 load_slot(const float *__restrict__ row, int cols, int j,
                                             int vec)
 {
@@ -156,6 +237,7 @@ __device__ __forceinline__ void store_slot(float *__restrict__ row, int cols, in
     }
 }
 
+//@{
 __device__ __forceinline__ float max4(float4 v) { return fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)); }
 
 // v = exp(v - m) in place; returns the sum of the four. __expf is the
@@ -175,16 +257,25 @@ __device__ __forceinline__ float4 scale4(float4 v, float s)
     return make_float4(v.x * s, v.y * s, v.z * s, v.w * s);
 }
 
+//@ guided
+//@}
 // ============================================================================
 // Parts A and B — rows that fit in registers
 // ============================================================================
 
+//@{
 // x and y are (rows, cols), row-major; block b computes row b. The launcher
 // picks blockDim.x (a power of two, 32..1024) so that at most kSlots float4s
 // per thread cover the row: nslots <= kSlots.
+//@ guided
+//| // x and y are (rows, cols), row-major; block b computes row b (blockIdx.x).
+//| // The launcher picks blockDim.x so that nslots <= kSlots: the whole row fits
+//| // in `float4 v[kSlots]` per thread.
+//@}
 __global__ void __launch_bounds__(1024)
     softmax_rows_kernel(const float *__restrict__ x, float *__restrict__ y, int cols, int vec)
 {
+//@{ A3 A4 A5 B1
     __shared__ float partial_max[32], partial_sum[32];
     const float *xr = x + (size_t)blockIdx.x * cols;
     float *yr = y + (size_t)blockIdx.x * cols;
@@ -218,12 +309,34 @@ __global__ void __launch_bounds__(1024)
 #pragma unroll
     for (int j = 0; j < kSlots; ++j)
         if (j < nslots) store_slot(yr, cols, j, vec, scale4(v[j], inv));
+//@ guided
+//|     // Start from these (uncomment):
+//|     //   __shared__ float partial_max[32], partial_sum[32]; // for block_max / block_sum
+//|     //   const float *xr = x + (size_t)blockIdx.x * cols;   // this block's row
+//|     //   float *yr = y + (size_t)blockIdx.x * cols;
+//|     //   int nslots = CEIL_DIV(cols, 4 * (int)blockDim.x);  // slots per thread, <= kSlots
+//|     //
+//|     // TODO(A3): read the row once: float4 v[kSlots]; v[j] = load_slot(xr,
+//|     //           cols, j, vec) for j < kSlots, in a loop with #pragma unroll
+//|     //           (a register array must be indexed by constants).
+//|     // TODO(A4): d = the sum over the row of exp(x_j): each thread adds up
+//|     //           its own slots, then block_sum(d, partial_sum). (Stopping at
+//|     //           j < nslots only saves work: later slots are all padding, and
+//|     //           exp turns their -FLT_MAX into 0.)
+//|     // TODO(A5): y_j = exp(x_j) / d, written with store_slot from the
+//|     //           registers (do not read x again). Multiply by 1/d.
+//|     // TODO(B1): rows with large values overflow exp (exp(89) is inf in
+//|     //           float32). Find m = the row's max first (block_max) and use
+//|     //           exp(x_j - m) in A4 and A5: the answer is unchanged, and every
+//|     //           argument is now <= 0.
+//@}
 }
 
 // ============================================================================
 // Part C — long rows: the online softmax
 // ============================================================================
 
+//@{
 // Same layout, block b computes row b, blockDim.x = kOnlineThreads. The row
 // does not fit on chip, so pass 1 streams it once keeping, per thread, the
 // max so far m and the sum so far d = sum exp(x - m). When a new element
@@ -233,9 +346,15 @@ __global__ void __launch_bounds__(1024)
 // (here applied to kOnlineUnroll float4s at a time: one rescale per group).
 // The block then merges the threads' (m, d) pairs, and pass 2 reads the row
 // again to write y = exp(x - m) / d.
+//@ guided
+//| // Same layout, block b computes row b, blockDim.x = kOnlineThreads. The row
+//| // does not fit on chip, so it is read twice: once to find m and d, once to
+//| // write y.
+//@}
 __global__ void __launch_bounds__(512)
     softmax_online_kernel(const float *__restrict__ x, float *__restrict__ y, int cols, int vec)
 {
+//@{ C1 C2 C3
     __shared__ float partial_m[32], partial_d[32];
     const float *xr = x + (size_t)blockIdx.x * cols;
     float *yr = y + (size_t)blockIdx.x * cols;
@@ -275,17 +394,49 @@ __global__ void __launch_bounds__(512)
                 store_slot(yr, cols, j0 + u, vec, scale4(v[u], inv));
             }
     }
+//@ guided
+//|     // Start from these (uncomment):
+//|     //   __shared__ float partial_m[32], partial_d[32];
+//|     //   const float *xr = x + (size_t)blockIdx.x * cols;
+//|     //   float *yr = y + (size_t)blockIdx.x * cols;
+//|     //   int nslots = CEIL_DIV(cols, 4 * (int)blockDim.x);
+//|     //
+//|     // TODO(C1): pass 1. Keep this thread's running max m (start -FLT_MAX)
+//|     //           and running sum d (start 0) over its slots j = 0, 1, ...,
+//|     //           nslots - 1, loading a few slots (say 4) before using any:
+//|     //               m_new = max(m, max of the new values)
+//|     //               d     = d * exp(m - m_new) + sum of exp(x - m_new)
+//|     //               m     = m_new
+//|     // TODO(C2): merge the threads' (m, d) pairs into the row's: two pairs
+//|     //           combine as m = max(m1, m2), d = d1 exp(m1 - m) + d2 exp(m2 - m);
+//|     //           first across the warp (shuffle both m and d), then across the
+//|     //           warps through partial_m / partial_d, as in block_max. Write a
+//|     //           helper of your own for it (your file may add any helpers),
+//|     //           e.g. block_merge(&m, &d, partial_m, partial_d). Simpler, one
+//|     //           barrier more: mb = block_max(m, partial_m);
+//|     //           d = block_sum(d * exp(m - mb), partial_d); m = mb.
+//|     // TODO(C3): pass 2. Read the row again; y = exp(x - m) / d (store_slot).
+//@}
 }
 
 // ============================================================================
+//@{
 // launcher
+//@ guided
+//| // launcher (you may change it; keep the signature)
+//@}
 // ============================================================================
 
+//@{
 // Threads for one row in registers: a power of two from 32 to 1024. Rows of
 // up to 2048 floats get 16 floats per thread: the whole problem is small, and
 // more warps put more loads in flight at once. Longer rows get 32 per thread
 // (all kSlots): fewer threads with more bytes each leave room for several
 // blocks per SM, so one block's reductions overlap another block's loads.
+//@ guided
+//| // Threads for one row in registers: a power of two from 32 to 1024, with 16
+//| // floats per thread for rows up to 2048 floats and 32 (all kSlots) beyond.
+//@}
 static int row_threads(size_t cols)
 {
     size_t per_thread = cols <= 2048 ? 16 : (size_t)4 * kSlots;

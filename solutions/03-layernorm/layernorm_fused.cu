@@ -1,3 +1,4 @@
+//@{
 // solutions/03-layernorm/layernorm_fused.cu — worked solution of lesson 03.
 //
 // Part A: LayerNorm forward in ONE kernel. A row is read from memory once,
@@ -11,6 +12,20 @@
 //         fixed order (layernorm_bwd_fused: bitwise reproducible).
 //
 // Build and check:  ./lab check 03   (student file)   ./lab test (this one)
+//@ guided
+//| // lessons/03-layernorm/layernorm_fused.cu — YOUR FILE for lesson 03.
+//| //
+//| // Part A: LayerNorm forward in one kernel       (layernorm_fwd_kernel)
+//| // Part B: the backward: dx, dweight and dbias    (layernorm_bwd_kernel,
+//| //         layernorm_bwd_reduce_kernel)
+//| //
+//| // It compiles and runs as shipped, but the kernels do nothing yet, so
+//| // `./lab check 03` fails. The helpers below (how a row maps onto threads,
+//| // loads and stores of a thread's slots, sums over a row of threads) and
+//| // the launchers are written for you; fill in the TODOs, then run
+//| // `./lab check 03` again. The lesson's README.md explains the why: read it
+//| // first.
+//@}
 #include "layernorm.h"
 #include "device.h"
 
@@ -129,6 +144,7 @@ __device__ __forceinline__ float2 ln_row_sum2(float a, float b, float2 *red)
 // ============================================================================
 
 // x, y are (rows, cols); weight, bias (cols); mean, rstd (rows).
+//@{
 // One row per row of threads; the row lives in v[][] from load to store.
 //
 // Two passes over the registers rather than Welford: the row is on chip, so
@@ -139,9 +155,16 @@ __device__ __forceinline__ float2 ln_row_sum2(float a, float b, float2 *red)
 // (count, mean, M2) triples in the reduction; it earns its keep only when
 // the row must be streamed (README, "Two passes or Welford").
 __global__ void __launch_bounds__(512) // ln_plan never asks for more than 512 x 1 here
+//@ guided
+//| // The launcher starts blocks of (B, R) threads (ln_plan): row of threads
+//| // threadIdx.y of block blockIdx.x handles matrix row blockIdx.x * R + threadIdx.y,
+//| // and a row always fits in FWD_SLOTS slots per thread.
+//| __global__ void __launch_bounds__(512)
+//@}
 layernorm_fwd_kernel(const float *x, const float *weight, const float *bias, float *y,
                      float *mean, float *rstd, size_t rows, int cols, float eps, int vec4)
 {
+//@{ A1 A2 A3 A4
     __shared__ float red[32];
     const size_t row = (size_t)blockIdx.x * blockDim.y + threadIdx.y;
     // A spare row of threads in the last block still takes part in the
@@ -186,6 +209,23 @@ layernorm_fwd_kernel(const float *x, const float *weight, const float *bias, flo
         mean[row] = mu; // saved for the backward, so it never recomputes them
         rstd[row] = rs;
     }
+//@ guided
+//|     // TODO(A1): find this thread's row; a row index >= rows is a spare row
+//|     //           of threads in the last block: it must still reach every
+//|     //           __syncthreads() (ln_row_sum has two), so don't return early;
+//|     //           pass live = false to the helpers instead.
+//|     // TODO(A2): load the row into registers: float v[FWD_SLOTS][4], one
+//|     //           ln_load per slot. This is the only time x is read.
+//|     // TODO(A3): mean = ln_row_sum(sum of your v) / cols   (needs a
+//|     //           __shared__ float red[32]); then var = the mean of
+//|     //           (v - mean)^2 over the columns that exist (ln_col(k, j, vec4)
+//|     //           < cols: the padding reads as 0, but (0 - mean)^2 is not 0);
+//|     //           rstd = rsqrtf(var + eps). Why two passes and not
+//|     //           E[x^2] - mean^2: README, "Two passes or Welford".
+//|     // TODO(A4): y = (v - mean) * rstd * weight + bias, stored with ln_store
+//|     //           (load weight and bias slots with ln_load); one thread per
+//|     //           row writes mean[row] and rstd[row].
+//@}
 }
 
 // ============================================================================
@@ -193,6 +233,7 @@ layernorm_fwd_kernel(const float *x, const float *weight, const float *bias, flo
 // ============================================================================
 
 // dy, x, dx are (rows, cols); weight (cols); mean, rstd (rows).
+//@{
 // A persistent grid: block b handles rows b*R + ty, then (b + G)*R + ty, ...
 // so that each block sums many rows into ONE partial dweight/dbias, kept in
 // shared memory (the registers already hold the row). Per row:
@@ -204,11 +245,24 @@ layernorm_fwd_kernel(const float *x, const float *weight, const float *bias, flo
 // into dweight / dbias with atomicAdd (atomic == 1; the launcher zeroed them).
 //
 // Dynamic shared memory: 2 * R * cols floats (acc_dweight, acc_dbias per slot).
+//@ guided
+//| // The launcher starts a persistent grid of G blocks of (B, R) threads
+//| // (BWD_SLOTS slots per thread) with 2 * R * cols floats of dynamic shared
+//| // memory: block b handles rows b*R + threadIdx.y, (b + G)*R + threadIdx.y, ...
+//| //   xhat = (x - mean) * rstd,   g = dy * w
+//| //   dx   = rstd * (g - mean(g) - xhat * mean(g * xhat))
+//| //   the block's partial dweight += dy * xhat, partial dbias += dy
+//| // When atomic == 0, the block writes its partial sums as row blockIdx.x of
+//| // part_dw and part_db ((G, cols) each); when atomic == 1, it adds them into
+//| // part_dw = dweight and part_db = dbias with atomicAdd (the launcher zeroed
+//| // them first).
+//@}
 __global__ void __launch_bounds__(1024)
 layernorm_bwd_kernel(const float *dy, const float *x, const float *weight,
                      const float *mean, const float *rstd, float *dx, float *part_dw,
                      float *part_db, size_t rows, int cols, int vec4, int atomic)
 {
+//@{ B1 B2 B3 B4
     extern __shared__ float4 acc_mem[]; // declared float4: 16-byte aligned
     float *acc = (float *)acc_mem;      // [2][R][cols]
     __shared__ float2 red[32];
@@ -316,17 +370,46 @@ layernorm_bwd_kernel(const float *dy, const float *x, const float *weight,
             part_db[(size_t)blockIdx.x * cols + c] = sb;
         }
     }
+//@ guided
+//|     // TODO(B1): the partial sums live in shared memory, one (cols) array of
+//|     //           each per row of threads:
+//|     //               extern __shared__ float4 acc_mem[];  (float4: 16-byte aligned)
+//|     //               float *acc = (float *)acc_mem;       [2][R][cols]
+//|     //           Zero this thread's own columns (the same columns it will
+//|     //           update, so no other thread touches them before the end).
+//|     // TODO(B2): loop over this block's rows. Stop when it * R >= rows, a
+//|     //           test every thread of the block agrees on (ln_row_sum2
+//|     //           synchronises the block). For each row: load x and dy into
+//|     //           registers, read mean[row] and rstd[row], compute xhat and
+//|     //           g, add dy * xhat and dy into your accumulators, and sum g
+//|     //           and g * xhat over the row (ln_row_sum2, with a
+//|     //           __shared__ float2 red[32]).
+//|     // TODO(B3): dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), stored
+//|     //           with ln_store. The derivation is in the README.
+//|     // TODO(B4): after the loop, __syncthreads(), then add the R row slots
+//|     //           of each column in a fixed order and either write the sum
+//|     //           to part_dw[blockIdx.x * cols + c] (and part_db), or
+//|     //           atomicAdd it into part_dw[c] (and part_db[c]).
+//@}
 }
 
+//@{
 // Stage 2 of the deterministic reduction: out[c] = sum over p < parts of
 // part[p, c], always in the same order. blockIdx.y = 0 sums dweight, 1
 // dbias. Block (32, 32): 32 neighbouring columns (one 128-byte line per
 // warp-row read), 32 threads down each column, then a fixed-order sum of
 // the 32 in shared memory.
+//@ guided
+//| // Stage 2 of the deterministic reduction: dweight[c] = sum over p < parts of
+//| // part_dw[p * cols + c], and the same for dbias. The launcher starts
+//| // (ceil(cols / 32), 2) blocks of (32, 32) threads: blockIdx.y = 0 sums
+//| // dweight, 1 dbias.
+//@}
 __global__ void layernorm_bwd_reduce_kernel(const float *part_dw, const float *part_db,
                                             int parts, int cols, float *dweight,
                                             float *dbias)
 {
+//@{ B5
     __shared__ float s32[32][33]; // +1: the column read below hits 32 different banks
     const float *part = blockIdx.y ? part_db : part_dw;
     float *out = blockIdx.y ? dbias : dweight;
@@ -343,10 +426,20 @@ __global__ void layernorm_bwd_reduce_kernel(const float *part_dw, const float *p
         for (int i = 0; i < 32; ++i) t += s32[i][threadIdx.x];
         out[c] = t;
     }
+//@ guided
+//|     // TODO(B5): one column per threadIdx.x, the 32 threadIdx.y threads
+//|     //           taking every 32nd partial row, then the 32 sums added in
+//|     //           shared memory, always in the same order: the result must be
+//|     //           bitwise the same in every run.
+//@}
 }
 
 // ============================================================================
+//@{
 // launchers
+//@ guided
+//| // launchers (you may change these; keep the signatures)
+//@}
 // ============================================================================
 
 // The smallest row of threads (a multiple of 32) whose slots cover the row,

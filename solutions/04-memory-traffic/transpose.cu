@@ -1,20 +1,39 @@
+//@{
 // solutions/04-memory-traffic/transpose.cu — worked solution of lesson 04, part C.
 //
 // out (cols, rows) = in (rows, cols)^T, coalesced on both sides: a block
 // reads a 32x32 tile of `in` row by row (consecutive threads, consecutive
 // addresses), parks it in shared memory, and writes it out row by row of
 // `out`, reading the tile column-wise from shared memory instead.
+//@ guided
+//| // lessons/04-memory-traffic/transpose.cu — YOUR FILE for lesson 04, part C.
+//| //
+//| // out (cols, rows) = in (rows, cols)^T. The naive version in experiments.cu
+//| // reads coalesced but writes with a stride of `rows` floats. Make both sides
+//| // coalesced with a tile in shared memory. It compiles and runs as shipped
+//| // but writes nothing, so `./lab check 04` fails until you finish it.
+//@}
 #include "traffic.h"
 
+//@{
+//@ guided
+//| #define TILE 32
+//| #define ROWS_PER_PASS 8 // the launcher's block is TILE x ROWS_PER_PASS threads
+//|
+//@}
 // ============================================================================
 // kernel
 // ============================================================================
 
+//@{
 #define TILE 32
 #define ROWS_PER_PASS 8 // block is TILE x ROWS_PER_PASS threads: 4 elements each
 
+//@ guided
+//@}
 __global__ void transpose_tiled_kernel(const float *in, float *out, size_t rows, size_t cols)
 {
+//@{ C1 C2 C3 C4 C5
     // +1 column of padding: without it, reading a tile column (tile[x][k]
     // for fixed k across the warp) hits one bank 32 times; with it the 32
     // reads land in 32 different banks.
@@ -33,10 +52,27 @@ __global__ void transpose_tiled_kernel(const float *in, float *out, size_t rows,
         size_t orow = c0 + k, ocol = r0 + threadIdx.x; // out is (cols, rows)
         if (orow < cols && ocol < rows) out[orow * rows + ocol] = tile[threadIdx.x][k];
     }
+//@ guided
+//|     // TODO(C1): declare a TILE x TILE tile in shared memory (__shared__).
+//|     // TODO(C2): this block owns the tile starting at row blockIdx.y * TILE,
+//|     //           column blockIdx.x * TILE of `in`. Copy it into shared memory
+//|     //           with threadIdx.x running along the row (coalesced reads);
+//|     //           each thread copies TILE / ROWS_PER_PASS elements. Mind the
+//|     //           edges: rows and cols need not be multiples of TILE.
+//|     // TODO(C3): wait until the whole tile is in shared memory.
+//|     // TODO(C4): write the tile to `out` (which is cols x rows) so that
+//|     //           threadIdx.x runs along a row of `out`: consecutive threads,
+//|     //           consecutive addresses. Read the tile column-wise to do it.
+//|     // TODO(C5): measure, then look up "bank conflicts" in the README.
+//@}
 }
 
 // ============================================================================
+//@{
 // launcher
+//@ guided
+//| // launcher (you may change it; keep the signature)
+//@}
 // ============================================================================
 
 EXTERN_C cudaError_t transpose_tiled(const float *in, float *out, size_t rows, size_t cols,

@@ -1,3 +1,4 @@
+//@{
 // solutions/05-flash-attention/attention_fused.cu — worked solution of lesson 05.
 //
 // O = softmax(Q Kᵀ · scale) V in ONE kernel per precision, FlashAttention's
@@ -21,6 +22,23 @@
 //         loads while tile t computes.
 //
 // Build and check:  ./lab check 05   (student file)   ./lab test (this one)
+//@ guided
+//| // lessons/05-flash-attention/attention_fused.cu — YOUR FILE for lesson 05.
+//| //
+//| // O = softmax(Q Kᵀ · scale) V in ONE kernel: a block owns a tile of query
+//| // rows, K and V stream through shared memory one tile at a time, and each row
+//| // keeps a running max m, a running sum l and an unnormalised output O that
+//| // are rescaled whenever m grows (the online softmax of lesson 02). The
+//| // (seq, seq) matrix never exists.
+//| //
+//| // Part A: attention_f32_kernel, float32 on the CUDA cores  (TODO A1 .. A7)
+//| // Part B: attention_f16_kernel, float16 on tensor cores    (TODO B1 .. B5, bonus)
+//| //
+//| // It compiles and runs as shipped, but the kernels write nothing yet, so
+//| // `./lab check 05` fails. The tile loading, the synchronisation and the
+//| // launchers are written for you; the math is yours. The lesson's README.md
+//| // explains the why and has hints, mildest first: read it first.
+//@}
 #include "attention.h"
 
 #include <cuda_fp16.h>
@@ -30,14 +48,25 @@
 #include <stdio.h>
 #include <string.h>
 
+//@{
 // exp(x) = 2^(x log2 e): we fold log2 e into the scale once, and every
 // exponential becomes one ex2 on the special-function unit.
+//@ guided
+//| // exp(x) = 2^(x log2 e). The launchers pass scale_log2 = scale * log2(e), so
+//| // exp(s · scale - m) is exp2f(s · scale_log2 - m) with m kept in log2 units:
+//| // one multiply-add and one hardware exp2 per score. (expf works too.)
+//@}
 static const float kLog2e = 1.4426950408889634f;
 
 // ============================================================================
+//@{
 // device helpers: fast exp2, asynchronous copies, tensor-core fragments
+//@ guided
+//| // helpers (complete: use these)
+//@}
 // ============================================================================
 
+//@{
 // 2^x on the special-function unit (relative error ~2^-22; 2^-inf = 0).
 __device__ __forceinline__ float fast_exp2(float x)
 {
@@ -46,15 +75,23 @@ __device__ __forceinline__ float fast_exp2(float x)
     return y;
 }
 
+//@ guided
+//@}
 __device__ __forceinline__ uint32_t smem_u32(const void *p)
 {
     return (uint32_t)__cvta_generic_to_shared(p);
 }
 
+//@{
 // 16 bytes global -> shared. With valid == false the 16 bytes are zero-filled
 // and src is not read (rows past seq). On sm_80+ this is cp.async: the copy
 // runs in the background, the thread goes on, and async_wait<N>() waits until
 // at most N committed groups are still in flight. Older GPUs copy at once.
+//@ guided
+//| // 16 bytes global -> shared; zero-filled when valid is false (src not read).
+//| // On sm_80+ a cp.async: async_wait<N>() waits until at most N committed
+//| // groups are still in flight. Older GPUs copy at once.
+//@}
 __device__ __forceinline__ void copy16_async(void *dst, const void *src, bool valid)
 {
 #if __CUDA_ARCH__ >= 800
@@ -81,6 +118,7 @@ __device__ __forceinline__ void async_wait()
 #endif
 }
 
+//@{
 // Four 8x8 matrices of 16-bit values from shared memory, one row address per
 // lane (lanes 8i..8i+7 address matrix i). Lane L receives, of each matrix,
 // row L/4, columns 2(L%4) and 2(L%4)+1 — the mma operand layout. .trans
@@ -144,8 +182,16 @@ __device__ __forceinline__ float f4_at(const float4 &v, int e)
 // Part A — float32 kernel
 // ============================================================================
 
+//@ guided
+//@}
+//@{
 // ROWS rows of D floats, source rows row0 .. row0 + ROWS - 1, into shared
 // memory with a row stride of STRIDE floats; rows past seq become zeros.
+//@ guided
+//| // ROWS rows of D floats, source rows row0 .. row0 + ROWS - 1, into shared
+//| // memory with a row stride of STRIDE floats. Rows past seq are zeros. The NT
+//| // threads of the block share the work; call async_commit/async_wait after.
+//@}
 template <int D, int ROWS, int STRIDE, int NT>
 __device__ __forceinline__ void load_rows_f32(float *dst, const float *src, int row0, int seq)
 {
@@ -157,6 +203,7 @@ __device__ __forceinline__ void load_rows_f32(float *dst, const float *src, int 
     }
 }
 
+//@{
 // q, k, v, o are (batch_heads, seq, D), row-major; block (x, y) computes the
 // query tile x of head y. Threads form a TY x TX grid (TX = D / 8): thread
 // (ty, tx) owns
@@ -176,6 +223,26 @@ __device__ __forceinline__ void load_rows_f32(float *dst, const float *src, int 
 // K and V are loaded at the top of each tile, not prefetched: with two blocks
 // per SM one block's loads already overlap the other's math, and a version
 // that prefetched tile t+1 with cp.async measured 0.5-3% slower on an H200.
+//@ guided
+//| // ============================================================================
+//| // Part A — float32 kernel
+//| // ============================================================================
+//|
+//| // q, k, v, o are (batch_heads, seq, D), row-major; block (x, y) computes the
+//| // query tile x (BR rows) of head y. The threads form a TY x TX grid
+//| // (TX = D / 8); thread (ty, tx) owns
+//| //   rows     ty*RM .. ty*RM + RM-1 of the tile               (RM = 8)
+//| //   S cols   tx, tx + TX, tx + 2TX, ... of the K tile        (CN = BC / TX keys)
+//| //   O cols   4(tx + TX u) .. 4(tx + TX u) + 3, u = 0, 1      (8 of the D columns)
+//| // i.e. an RM x CN block of S and an RM x 8 block of O, both in registers.
+//| // The TX threads that share a row are adjacent lanes of one warp, so a row's
+//| // max and sum are __shfl_xor_sync over offsets 1, 2, .. TX/2 (README, hint 3).
+//| // Shared memory (floats), filled for you:
+//| //   Qs [BR][D]       Q tile (rows past seq are 0)
+//| //   Ks [BC][D + 4]   K tile (row stride KS = D + 4; keys past seq are 0)
+//| //   Vs [BC][D]       V tile
+//| //   Ps [BR][BC]      yours: P goes here between the two products
+//@}
 template <int D, int BC, int TY>
 __global__ void __launch_bounds__((D / 8) * TY)
     attention_f32_kernel(const float *__restrict__ q, const float *__restrict__ k,
@@ -190,23 +257,39 @@ __global__ void __launch_bounds__((D / 8) * TY)
     float *Ps = Vs + BC * D;
 
     const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
+//@{
     // Causal: the last query tiles see the most keys. Start them first so the
     // short ones fill the gaps at the end of the grid.
+//@ guided
+//|     // Causal: the last query tiles have the most keys to see; start them first.
+//@}
     const int qtile = causal ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
+//@{
     const int q0 = qtile * BR;
+//@ guided
+//|     const int q0 = qtile * BR;                 // first query row of this block
+//@}
     const size_t head = (size_t)blockIdx.y * seq * D;
     q += head;
     k += head;
     v += head;
     o += head;
+//@{
     // With causal masking the rows of this tile see keys 0 .. q0 + BR - 1 only.
+//@ guided
+//|     // With the causal mask, rows q0 .. q0 + BR - 1 see keys 0 .. q0 + BR - 1 only.
+//@}
     const int kv_end = causal ? min(seq, q0 + BR) : seq;
     const int ntiles = CEIL_DIV(kv_end, BC);
 
+//@{
     // Q once; rows past seq read as 0: they are computed and never stored.
+//@ guided
+//@}
     load_rows_f32<D, BR, D, NT>(Qs, q, q0, seq);
     async_commit();
 
+//@{ A1
     float m[RM], l[RM], acc[RM][8];
 #pragma unroll
     for (int i = 0; i < RM; ++i) {
@@ -215,15 +298,32 @@ __global__ void __launch_bounds__((D / 8) * TY)
 #pragma unroll
         for (int c = 0; c < 8; ++c) acc[i][c] = 0.f;
     }
+//@ guided
+//|     // TODO(A1): this thread's state for its RM rows, in registers (plain
+//|     //           local arrays indexed by unrolled loop counters):
+//|     //             float m[RM];       running max, in log2 units (start -INFINITY)
+//|     //             float l[RM];       running sum of exp2(s - m)    (start 0)
+//|     //             float acc[RM][8];  the unnormalised O block       (start 0)
+//@}
 
     for (int t = 0; t < ntiles; ++t) {
+//@{
         const int kv0 = t * BC;
+//@ guided
+//|         const int kv0 = t * BC; // first key of this tile
+//@}
         load_rows_f32<D, BC, KS, NT>(Ks, k, kv0, seq);
         load_rows_f32<D, BC, D, NT>(Vs, v, kv0, seq);
         async_commit();
+//@{
         async_wait<0>(); // this thread's copies have landed ...
         __syncthreads(); // ... and everyone else's (Qs too, the first time)
+//@ guided
+//|         async_wait<0>();
+//|         __syncthreads(); // K_t, V_t (and Qs) are in shared memory for every thread
+//@}
 
+//@{ A2
         // ---- S = Q K_tᵀ for this thread's 8 x CN block (registers) ----
         float s[RM][CN];
 #pragma unroll
@@ -248,6 +348,13 @@ __global__ void __launch_bounds__((D / 8) * TY)
             }
         }
 
+//@ guided
+//|         // TODO(A2): S = Q K_tᵀ for your RM x CN block, in registers:
+//|         //             s[i][j] = sum_d Qs[(ty*RM + i)*D + d] * Ks[(tx + TX*j)*KS + d]
+//|         //           Read float4s (4 dims at a time) and reuse each value: a Q
+//|         //           float4 serves CN keys, a K float4 serves RM rows.
+//@}
+//@{ A3
         // Masks, only on tiles that need them: keys past seq (the zero-filled
         // rows of the last tile would otherwise score 0, not -inf) and,
         // causal, keys after the query.
@@ -261,6 +368,13 @@ __global__ void __launch_bounds__((D / 8) * TY)
                 }
         }
 
+//@ guided
+//|         // TODO(A3): the masks: key = kv0 + tx + TX*j is not a real key when
+//|         //           key >= seq (zero-filled rows), and with causal != 0 a
+//|         //           query (q0 + ty*RM + i) must not see key > query. Set s to
+//|         //           -INFINITY there, so that exp turns it into 0.
+//@}
+//@{ A4
         // ---- online softmax, row by row ----
 #pragma unroll
         for (int i = 0; i < RM; ++i) {
@@ -291,6 +405,19 @@ __global__ void __launch_bounds__((D / 8) * TY)
             for (int c = 0; c < 8; ++c) acc[i][c] *= alpha; // O = exp(m_old - m_new) O ...
         }
 
+//@ guided
+//|         // TODO(A4): the online softmax, for each of your rows i:
+//|         //             mx    = max over the row's BC scores (yours, then the
+//|         //                     other TX - 1 threads' with __shfl_xor_sync)
+//|         //             m_new = max(m[i], mx * scale_log2)
+//|         //             alpha = exp2f(m[i] - m_new)       rescales the old l and O
+//|         //             p     = exp2f(s * scale_log2 - m_new)   (overwrite s)
+//|         //             l[i]  = alpha * l[i] + (sum of your p)
+//|         //             acc[i][:] *= alpha;   m[i] = m_new
+//|         //           (README: why your own share of l is enough until the end,
+//|         //           and what to do when m_new is still -INFINITY.)
+//@}
+//@{ A5
         // P to shared memory: the P·V product needs whole rows of P, which
         // are spread over the TX threads of the row.
 #pragma unroll
@@ -299,6 +426,13 @@ __global__ void __launch_bounds__((D / 8) * TY)
             for (int j = 0; j < CN; ++j) Ps[(ty * RM + i) * BC + tx + TX * j] = s[i][j];
         __syncthreads(); // P visible to every thread
 
+//@ guided
+//|         // TODO(A5): write your p into Ps[(ty*RM + i)*BC + tx + TX*j].
+//|
+//|         __syncthreads(); // P is in shared memory for every thread
+//|
+//@}
+//@{ A6
         // ---- ... + P V_t ----
 #pragma unroll 2
         for (int c = 0; c < BC; c += 4) {
@@ -321,8 +455,15 @@ __global__ void __launch_bounds__((D / 8) * TY)
                 }
         }
         __syncthreads(); // everyone is done with Ks, Vs and Ps before the next tile
+//@ guided
+//|         // TODO(A6): acc += P V_t: acc[i][4u + e] += sum_c Ps[(ty*RM + i)*BC + c]
+//|         //           * Vs[c*D + 4*(tx + TX*u) + e]  for c < BC, u = 0, 1, e = 0..3.
+//|
+//|         __syncthreads(); // everyone is done with Ks, Vs, Ps before the next tile
+//@}
     }
 
+//@{ A7
     // ---- O = O / l, written once ----
 #pragma unroll
     for (int i = 0; i < RM; ++i) {
@@ -339,28 +480,113 @@ __global__ void __launch_bounds__((D / 8) * TY)
                                 acc[i][4 * u + 2] * inv, acc[i][4 * u + 3] * inv);
         }
     }
+//@ guided
+//|     // TODO(A7): O = acc / l, written once: sum each row's l over its TX
+//|     //           threads (shuffles), then store your 8 columns of every row
+//|     //           i with q0 + ty*RM + i < seq (two float4 stores per row).
+//|     (void)tx;
+//|     (void)ty;
+//|     (void)CN;
+//|     (void)Ps;
+//|     (void)o;
+//|     (void)scale_log2;
+//@}
 }
 
+//@{
 // ============================================================================
 // Part B — float16 kernel on tensor cores
 // ============================================================================
+//@ guided
+//| // ============================================================================
+//| // Part B — helpers for tensor cores (complete: use these)
+//| // ============================================================================
+//|
+//| // Four 8x8 matrices of 16-bit values from shared memory, one row address per
+//| // lane (lanes 8i .. 8i+7 give the 8 row addresses of matrix i). Lane L
+//| // receives, of each matrix i, row L/4, columns 2(L%4) and 2(L%4)+1, packed in
+//| // r[i]. The .trans version delivers the transposed matrix instead: rows
+//| // 2(L%4) and 2(L%4)+1 of column L/4.
+//| __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const __half *p)
+//| {
+//|     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+//|                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+//|                  : "r"(smem_u32(p)));
+//| }
+//|
+//| __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const __half *p)
+//| {
+//|     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+//|                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+//|                  : "r"(smem_u32(p)));
+//| }
+//|
+//| // C (16x8, float32) += A (16x16, float16) * B (16x8, float16), one warp.
+//| // Per lane, with g = lane/4 and t = lane%4 (two halves per register, the
+//| // lower column or k index in the low 16 bits):
+//| //   a[0] = A[g][2t, 2t+1]      a[1] = A[g+8][2t, 2t+1]
+//| //   a[2] = A[g][2t+8, 2t+9]    a[3] = A[g+8][2t+8, 2t+9]
+//| //   b0   = B[2t, 2t+1][g]      b1   = B[2t+8, 2t+9][g]
+//| //   c[0], c[1] = C[g][2t, 2t+1]     c[2], c[3] = C[g+8][2t, 2t+1]
+//| __device__ __forceinline__ void mma_16816(float c[4], const uint32_t a[4], uint32_t b0,
+//|                                           uint32_t b1)
+//| {
+//| #if __CUDA_ARCH__ >= 800
+//|     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+//|                  "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+//|                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+//|                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+//| #else // sm_75: the same product as two k = 8 steps
+//|     asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
+//|                  "{%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+//|                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+//|                  : "r"(a[0]), "r"(a[1]), "r"(b0));
+//|     asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
+//|                  "{%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+//|                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+//|                  : "r"(a[2]), "r"(a[3]), "r"(b1));
+//| #endif
+//| }
+//|
+//| // Two floats -> one register of two halves (lo in the low 16 bits).
+//| __device__ __forceinline__ uint32_t pack_half2(float lo, float hi)
+//| {
+//|     __half2 h = __floats2half2_rn(lo, hi);
+//|     uint32_t u;
+//|     memcpy(&u, &h, sizeof u);
+//|     return u;
+//| }
+//@}
 
+//@{
 // Element (row, col) of a [rows][D] half tile in shared memory. Rows are D*2
 // bytes (a multiple of 128), so the 8 rows an ldmatrix reads at the same
 // column would all hit the same banks; XOR-ing the 16-byte chunk index with
 // row % 8 spreads them over 8 different chunks (no padding needed).
+//@ guided
+//| // Element (row, col) of a [rows][D] half tile in shared memory, swizzled:
+//| // the 16-byte chunk index is XOR-ed with row % 8, so the 8 rows one ldmatrix
+//| // reads at the same column sit in 8 different bank groups.
+//@}
 template <int D>
 __device__ __forceinline__ int swz(int row, int col)
 {
     return row * D + ((((col >> 3) ^ (row & 7))) << 3) + (col & 7);
 }
 
+//@{
 // ROWS x D halves from src rows row0.. (zeros past seq) into a swizzled tile.
+//@ guided
+//| // ROWS x D halves from src rows row0 .. (zeros past seq) into a swizzled tile.
+//@}
 template <int D, int ROWS, int NT>
 __device__ __forceinline__ void load_tile_f16(__half *dst, const __half *src, int row0, int seq)
 {
     constexpr int CH = D / 8; // 16-byte chunks per row
+//@{
 #pragma unroll
+//@ guided
+//@}
     for (int i = threadIdx.x; i < ROWS * CH; i += NT) {
         int r = i / CH, c = i % CH;
         bool ok = row0 + r < seq;
@@ -369,6 +595,7 @@ __device__ __forceinline__ void load_tile_f16(__half *dst, const __half *src, in
     }
 }
 
+//@{
 // q, k, v, o are (batch_heads, seq, D) float16, row-major; block (x, y)
 // computes query tile x of head y with NW warps, each owning MT row groups of
 // 16 (BR = 16 MT NW rows per block). Per lane, with g = lane/4, t = lane%4, the
@@ -379,13 +606,32 @@ __device__ __forceinline__ void load_tile_f16(__half *dst, const __half *src, in
 // (same g) are adjacent: row max and row sum are two shuffles.
 // Shared memory (halves, swizzled): Qs [BR][D], Ks [2][BC][D], Vs [2][BC][D];
 // K/V are double-buffered: tile t+1 loads while tile t computes.
+//@ guided
+//| // ============================================================================
+//| // Part B — float16 kernel (bonus)
+//| // ============================================================================
+//|
+//| // q, k, v, o are (batch_heads, seq, D) float16; block (x, y) computes query
+//| // tile x of head y with NW warps; warp w owns rows wr .. wr + 16 MT - 1 of the
+//| // tile (MT groups of 16 rows, BR = 16 MT NW). Shared memory (halves, swizzled,
+//| // filled for you): Qs [BR][D], Ks [2][BC][D], Vs [2][BC][D] (K and V double
+//| // buffered: tile t+1 loads while tile t computes).
+//| // Per lane (g = lane/4, t4 = lane%4), in the mma C layout:
+//| //   S block n (keys 8n .. 8n+7) of row group mt:  s[mt][n][0..1] = row g, keys 8n + 2t4, +1
+//| //                                                 s[mt][n][2..3] = row g + 8, same keys
+//| //   O block n (dims 8n .. 8n+7): the same with dims for keys
+//@}
 template <int D, int MT, int BC, int NW>
 __global__ void __launch_bounds__(32 * NW, 8 / NW)
     attention_f16_kernel(const __half *__restrict__ q, const __half *__restrict__ k,
                          const __half *__restrict__ v, __half *__restrict__ o, int seq,
                          float scale_log2, int causal)
 {
+//@{
     constexpr int NT = 32 * NW, BR = 16 * MT * NW, KD = D / 16, NB = BC / 8, ND = D / 8;
+//@ guided
+//|     constexpr int NT = 32 * NW, BR = 16 * MT * NW, KD = D / 16;
+//@}
     extern __shared__ uint4 smem_f16[];
     __half *Qs = (__half *)smem_f16;
     __half *Ks = Qs + BR * D;
@@ -412,10 +658,17 @@ __global__ void __launch_bounds__(32 * NW, 8 / NW)
     async_wait<1>(); // Q has landed (tile 0 may still be in flight)
     __syncthreads();
 
+//@{
     // Q stays in registers for the whole loop, as A operands: qf[mt][kk] is
     // rows wr + 16mt .. +15, dims 16kk .. 16kk+15. Lanes 0-7 address rows 0-7
     // at dim 0 (-> a[0]), 8-15 rows 8-15 (-> a[1]), 16-23 rows 0-7 at dim 8
     // (-> a[2]), 24-31 rows 8-15 at dim 8 (-> a[3]).
+//@ guided
+//|     // Q, as mma A operands, for the whole loop: qf[mt][kk] covers rows
+//|     // wr + 16mt .. +15 and dims 16kk .. 16kk + 15. Lanes 0-7 address rows 0-7
+//|     // at dim 0 (-> a[0]), lanes 8-15 rows 8-15 (-> a[1]), 16-23 rows 0-7 at
+//|     // dim 8 (-> a[2]), 24-31 rows 8-15 at dim 8 (-> a[3]).
+//@}
     uint32_t qf[MT][KD][4];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
@@ -424,6 +677,7 @@ __global__ void __launch_bounds__(32 * NW, 8 / NW)
             ldmatrix_x4(qf[mt][kk], Qs + swz<D>(wr + 16 * mt + (lane & 7) + 8 * ((lane >> 3) & 1),
                                                 16 * kk + 8 * (lane >> 4)));
 
+//@{ B1
     float oacc[MT][ND][4], m[MT][2], l[MT][2];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
@@ -437,8 +691,16 @@ __global__ void __launch_bounds__(32 * NW, 8 / NW)
 #pragma unroll
             for (int e = 0; e < 4; ++e) oacc[mt][n][e] = 0.f;
     }
+//@ guided
+//|     // TODO(B1): state in registers: float oacc[MT][D / 8][4] (0), and per
+//|     //           row group and half (rows g, g + 8) float m[MT][2] (-INFINITY)
+//|     //           and l[MT][2] (0).
+//@}
 
+//@{
     const int wq_first = q0 + wr, wq_last = q0 + wr + 16 * MT - 1;
+//@ guided
+//@}
     for (int t = 0; t < ntiles; ++t) {
         const int kv0 = t * BC, buf = t & 1;
         async_wait<0>(); // this thread's copies of tile t have landed
@@ -453,6 +715,7 @@ __global__ void __launch_bounds__(32 * NW, 8 / NW)
         }
         const __half *Kb = Ks + buf * BC * D, *Vb = Vs + buf * BC * D;
 
+//@{ B2
         // Causal: a warp whose rows all come before this tile's first key has
         // nothing to add (every score would be masked). It still takes part
         // in the __syncthreads() above.
@@ -482,6 +745,17 @@ __global__ void __launch_bounds__(32 * NW, 8 / NW)
                     }
                 }
 
+//@ guided
+//|         // TODO(B2): S = Q K_tᵀ: float s[MT][BC / 8][4] = 0, then for every kk
+//|         //           and every pair of key blocks np (keys 16np .. 16np + 15):
+//|         //             uint32_t kf[4];
+//|         //             ldmatrix_x4(kf, Kb + swz<D>(16*np + (lane & 7) + 8*(lane >> 4),
+//|         //                                         16*kk + 8*((lane >> 3) & 1)));
+//|         //             mma_16816(s[mt][2np],     qf[mt][kk], kf[0], kf[1]);
+//|         //             mma_16816(s[mt][2np + 1], qf[mt][kk], kf[2], kf[3]);
+//|         //           (README, hint 6: why K needs no transpose.)
+//@}
+//@{ B3
             if (kv0 + BC > seq || (causal && kv0 + BC - 1 > wq_first)) {
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt)
@@ -529,6 +803,13 @@ __global__ void __launch_bounds__(32 * NW, 8 / NW)
                     }
                 }
 
+//@ guided
+//|         // TODO(B3): masks as in Part A (the key and query of s[mt][n][e] follow
+//|         //           from the layout above), then the online softmax for rows
+//|         //           g and g + 8 of each row group: the row's 4 lanes are
+//|         //           adjacent (shuffle offsets 1 and 2).
+//@}
+//@{ B4
             // ---- ... + P V_t, P straight from the S registers ----
             // The A operand for keys 16kc .. 16kc+15 is S's n-tiles 2kc and
             // 2kc+1, already in the a[0..3] layout: only a float -> half pack.
@@ -557,8 +838,22 @@ __global__ void __launch_bounds__(32 * NW, 8 / NW)
                 }
             }
         }
+//@ guided
+//|         // TODO(B4): O += P V_t. For keys 16kc .. 16kc + 15 the A operand is
+//|         //           S's blocks 2kc and 2kc + 1 packed to half2:
+//|         //             pa[0] = pack_half2(s[mt][2kc][0], s[mt][2kc][1]), pa[1] from
+//|         //             [2kc][2..3], pa[2] from [2kc+1][0..1], pa[3] from [2kc+1][2..3];
+//|         //           B fragments of V for dims 16dp .. 16dp + 15:
+//|         //             ldmatrix_x4_trans(vf, Vb + swz<D>(16*kc + (lane & 7) + 8*((lane >> 3) & 1),
+//|         //                                               16*dp + 8*(lane >> 4)));
+//|         //             mma_16816(oacc[mt][2dp], pa, vf[0], vf[1]); ... [2dp + 1] with vf[2], vf[3]
+//|         (void)Kb;
+//|         (void)Vb;
+//|         (void)kv0;
+//@}
     }
 
+//@{ B5
     // ---- O = O / l, written once as float16 ----
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
@@ -577,10 +872,23 @@ __global__ void __launch_bounds__(32 * NW, 8 / NW)
                                                          oacc[mt][n][2 * h + 1] * inv);
             }
         }
+//@ guided
+//|     // TODO(B5): O = oacc / l (l summed over the row's 4 lanes), stored as
+//|     //           __half2 pairs: row wr + 16mt + g + 8h of the tile, dims
+//|     //           8n + 2t4 and 8n + 2t4 + 1, for rows < seq.
+//|     (void)qf;
+//|     (void)g;
+//|     (void)t4;
+//|     (void)scale_log2;
+//@}
 }
 
 // ============================================================================
+//@{
 // launchers
+//@ guided
+//| // launchers (complete; keep the signatures)
+//@}
 // ============================================================================
 
 // Shared checks of both launchers. *empty = 1: nothing to do.
@@ -647,6 +955,12 @@ static cudaError_t launch_f32(const float *q, const float *k, const float *v, fl
     return cudaSuccess;
 }
 
+//@{
+//@ guided
+//| // Tiles: d = 64: 128 query rows x 64 keys, 128 threads (97 KB of shared
+//| // memory); d = 128: 64 x 32, 128 threads (73 KB). GPUs that allow less
+//| // shared memory per block get half-height tiles.
+//@}
 EXTERN_C cudaError_t attention_fused_f32(const float *q, const float *k, const float *v,
                                          float *o, int batch_heads, int seq, int head_dim,
                                          float scale, int causal, cudaStream_t stream)
@@ -657,8 +971,11 @@ EXTERN_C cudaError_t attention_fused_f32(const float *q, const float *k, const f
     if (empty) return cudaSuccess;
     CUDA_CHECK(smem_optin(&optin));
     const float sl2 = scale * kLog2e;
+//@{
     // The big tiles need 97 KB (d = 64) and 73 KB (d = 128) of shared memory
     // per block; GPUs that allow less get half-height tiles.
+//@ guided
+//@}
     if (head_dim == 64)
         return (size_t)optin >= f32_smem_bytes<64, 64, 16>()
                    ? launch_f32<64, 64, 16>(q, k, v, o, batch_heads, seq, sl2, causal, stream)
@@ -690,6 +1007,12 @@ static cudaError_t launch_f16(const __half *q, const __half *k, const __half *v,
     return cudaSuccess;
 }
 
+//@{
+//@ guided
+//| // Tiles: d = 64: 128 query rows (4 warps x 32) x 64 keys (48 KB of shared
+//| // memory); d = 128: 128 rows (8 warps x 16) x 64 keys (96 KB), or 64 x 32
+//| // with 4 warps (48 KB) on GPUs that allow less.
+//@}
 EXTERN_C cudaError_t attention_fused_f16(const uint16_t *q, const uint16_t *k,
                                          const uint16_t *v, uint16_t *o, int batch_heads,
                                          int seq, int head_dim, float scale, int causal,
@@ -703,9 +1026,12 @@ EXTERN_C cudaError_t attention_fused_f16(const uint16_t *q, const uint16_t *k,
     const __half *hq = (const __half *)q, *hk = (const __half *)k, *hv = (const __half *)v;
     __half *ho = (__half *)o;
     const float sl2 = scale * kLog2e;
+//@{
     // Tiles (measured best of a few on an H200): d = 64: 128 rows (4 warps x
     // 32) x 64 keys, 48 KB of shared memory; d = 128: 128 rows (8 warps x 16)
     // x 64 keys, 96 KB, or 64 x 32 with 4 warps (48 KB) where that is too much.
+//@ guided
+//@}
     if (head_dim == 64)
         return launch_f16<64, 2, 64, 4>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream);
     return (size_t)optin >= f16_smem_bytes<128, 1, 64, 8>()

@@ -39,4 +39,8 @@ cmake --build "$work/build" --parallel 2 --target test_01_vector_add bench_01_ve
 if ctest --test-dir "$work/build" -N | grep -q solution; then
     fail "the bundle registers solution tests"
 fi
+# the skeletons are checked against solutions/, which the bundle has not
+if ctest --test-dir "$work/build" -N -L sources | grep -q 'Test *#'; then
+    fail "the bundle registers sources tests"
+fi
 echo "export_check: the student bundle is complete and builds"
