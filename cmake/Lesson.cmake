@@ -7,7 +7,8 @@
 #
 # From lessons/01-vector-add/ (the course's copy) it takes the header(s) and
 # every .cu and .c that is not an exercise, bench.c or a tool (the baseline,
-# and the lesson's apparatus); the EXERCISE files are
+# the CPU reference the test and the bench share, and the lesson's
+# apparatus); the EXERCISE files are
 # compiled twice: from ${FUSIONLAB_STUDENT_ROOT}/01-vector-add/ (the student's
 # copy, lessons/ by default) and from solutions/01-vector-add/. It builds
 #   test_01_vector_add            Criterion test against the student's file
@@ -82,6 +83,9 @@ function(lesson_add name)
   set(lib "lesson${num}")
   add_library(${lib}_baseline STATIC ${baseline_cu})
   target_include_directories(${lib}_baseline PUBLIC "${course}")
+  # the lesson's CPU reference (*_reference.c) takes its tolerances from
+  # tests/thresholds.h; PRIVATE, so the exercise files do not see tests/
+  target_include_directories(${lib}_baseline PRIVATE "${PROJECT_SOURCE_DIR}/tests")
   target_link_libraries(${lib}_baseline PUBLIC fusionlab_common ${libs})
   target_compile_definitions(${lib}_baseline PUBLIC FUSIONLAB_BUILD_DIR="${CMAKE_BINARY_DIR}")
 
@@ -113,6 +117,7 @@ function(lesson_add name)
   if(has_solution)
     add_executable(${bench} "${course}/bench.c")
     target_link_libraries(${bench} PRIVATE ${lib}_solution)
+    target_include_directories(${bench} PRIVATE "${PROJECT_SOURCE_DIR}/tests") # thresholds.h
     add_test(NAME ${name}/bench-smoke
              COMMAND ${bench} --quick --csv "${CMAKE_CURRENT_BINARY_DIR}/smoke_${num}.csv")
     set_tests_properties(${name}/bench-smoke PROPERTIES
@@ -120,6 +125,7 @@ function(lesson_add name)
   endif()
   add_executable(${bench}_student "${course}/bench.c")
   target_link_libraries(${bench}_student PRIVATE ${lib}_student)
+  target_include_directories(${bench}_student PRIVATE "${PROJECT_SOURCE_DIR}/tests")
   set_target_properties(${bench}_student PROPERTIES EXCLUDE_FROM_ALL TRUE)
   if(tool_targets)
     # the tests and benches run the tools (lesson 04's probe): build them too

@@ -49,8 +49,8 @@
 #include "thresholds.h"
 #include "data.h"
 #include "vector_add.h"
+#include "vector_add_reference.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,24 +137,13 @@ static void problem_free(problem01 *p)
     free(p->a); free(p->b); free(p->c); free(p->got); free(p->want);
 }
 
-/* Part A's reference: the float sum, exactly what IEEE float addition gives. */
-static void ref_add(problem01 *p)
+/* p->want: Part A's reference (the float sum) or Part B's (in double), from
+ * the lesson's reference module (vector_add_reference.h), which the bench
+ * checks against too. */
+static void reference(problem01 *p, int exact)
 {
-    for (size_t i = 0; i < p->n; ++i) p->want[i] = (double)(p->a[i] + p->b[i]);
-}
-
-/* Part B's reference, accumulated in double. */
-static void ref_fused(problem01 *p)
-{
-    for (size_t i = 0; i < p->n; ++i)
-        p->want[i] = ((double)p->a[i] + (double)p->b[i]) * (double)p->s + (double)p->c[i];
-}
-
-/* Part B's absolute tolerance for a given s: a few float32 roundings of the
- * largest |y| the inputs allow, 2|s| + 1 (see the header comment). */
-static double fused_atol(float s)
-{
-    return L01_FUSED_ATOL_PER_Y * (2.0 * fabs((double)s) + 1.0);
+    if (exact) vector_add_reference(p->a, p->b, p->want, p->n);
+    else fused_elementwise_reference(p->a, p->b, p->c, p->s, p->want, p->n);
 }
 
 /* ---- the three launchers under test, as harness callbacks ------------------ */
@@ -192,7 +181,7 @@ static const part01 kBaseline = {"unfused_elementwise", "y", run_unfused, 0, 0xC
 static fl_compare_opts part_opts(const part01 *part, float s)
 {
     return part->exact ? fl_compare_defaults(part->out, 0.0, 0.0)
-                       : fl_compare_defaults(part->out, fused_atol(s), L01_FUSED_RTOL);
+                       : fl_compare_defaults(part->out, fused_elementwise_atol(s), L01_FUSED_RTOL);
 }
 
 /* Poison the output, run once on p's inputs, compare with the CPU
@@ -200,8 +189,7 @@ static fl_compare_opts part_opts(const part01 *part, float s)
  * added to a wrong answer's message. */
 static void check_case(problem01 *p, const part01 *part, const char *label, const char *hint)
 {
-    if (part->exact) ref_add(p);
-    else ref_fused(p);
+    reference(p, part->exact);
     FL_ASSERT_CUDA(fl_poison(p->dy, p->n * sizeof(float), 0));
     fl_inputs in = {0};
     fl_test_inputs_add(&in, "a", p->da, p->n * sizeof(float));
@@ -450,8 +438,7 @@ static void stream_case(const part01 *part)
     FL_REQUIRE_GPU();
     problem01 p;
     problem_init(&p, ((size_t)1 << 20) + 3, 0, 0, part->seed + 0x57);
-    if (part->exact) ref_add(&p);
-    else ref_fused(&p);
+    reference(&p, part->exact);
     stream01 t = {&p, part, NULL, NULL};
     FL_ASSERT_CUDA(cudaStreamCreateWithFlags(&t.readback, cudaStreamNonBlocking));
     FL_ASSERT_CUDA(cudaMallocHost((void **)&t.pinned, p.n * sizeof(float)));
@@ -509,10 +496,10 @@ static void huge_check_stretch(const part01 *part, const float *dy, size_t n, ui
         float a = fl_uniform_at(key, start + i + view[0], -1.0f, 1.0f);
         float b = fl_uniform_at(key, start + i + view[1], -1.0f, 1.0f);
         if (part->exact) {
-            want[i] = (double)(a + b);
+            want[i] = vector_add_ref(a, b);
         } else {
             float c = fl_uniform_at(key, start + i + view[2], -1.0f, 1.0f);
-            want[i] = ((double)a + (double)b) * (double)s + (double)c;
+            want[i] = fused_elementwise_ref(a, b, s, c);
         }
     }
     fl_compare_opts o = part_opts(part, s);
@@ -666,12 +653,12 @@ static int recheck(void *ctx, char *msg, size_t len)
             return 0;
         }
         for (size_t i = 0; i < SPEED_STRETCH; ++i) {
-            double a = fl_uniform_at(t->key[0], start + i, -1.0f, 1.0f);
-            double b = fl_uniform_at(t->key[1], start + i, -1.0f, 1.0f);
-            double c = fl_uniform_at(t->key[2], start + i, -1.0f, 1.0f);
-            t->want[i] = (a + b) * (double)t->s + c;
+            float a = fl_uniform_at(t->key[0], start + i, -1.0f, 1.0f);
+            float b = fl_uniform_at(t->key[1], start + i, -1.0f, 1.0f);
+            float c = fl_uniform_at(t->key[2], start + i, -1.0f, 1.0f);
+            t->want[i] = fused_elementwise_ref(a, b, t->s, c);
         }
-        fl_compare_opts o = fl_compare_defaults("y", fused_atol(t->s), L01_FUSED_RTOL);
+        fl_compare_opts o = fl_compare_defaults("y", fused_elementwise_atol(t->s), L01_FUSED_RTOL);
         fl_compare_result r = fl_compare_f32(t->got, t->want, SPEED_STRETCH, &o);
         if (r.n_bad) {
             snprintf(msg, len,

@@ -108,6 +108,7 @@
 #include "thresholds.h"
 #include "data.h"
 #include "layernorm.h"
+#include "layernorm_reference.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -206,69 +207,15 @@ static const char *kFlatHint =
 
 /* ---- problem and references -------------------------------------------------- */
 
-/* The allowance of y for the error of a float mean (tests/thresholds.h). */
-static double y_allowance(double mean, double rstd)
-{
-    return L03_Y_MEAN_ULPS * 0x1p-24 * fabs(mean) * rstd;
-}
-
-/* The statistics of one row, in double. */
-static void row_stats(const float *x, size_t C, double eps, double *mean, double *rstd)
-{
-    double s = 0.0, q = 0.0;
-    for (size_t c = 0; c < C; ++c) s += x[c];
-    double mu = s / (double)C;
-    for (size_t c = 0; c < C; ++c) q += (x[c] - mu) * (x[c] - mu);
-    *mean = mu;
-    *rstd = 1.0 / sqrt(q / (double)C + eps);
-}
-
-/* y of one row. */
-static void row_y(const float *x, const float *w, const float *b, size_t C, double mu,
-                  double rs, double *y)
-{
-    for (size_t c = 0; c < C; ++c) y[c] = (x[c] - mu) * rs * w[c] + b[c];
-}
-
-/* dx of one row, from the float mean and rstd the backward is given. */
-static void row_dx(const float *x, const float *dy, const float *w, size_t C, float mean,
-                   float rstd, double *dx)
-{
-    double m = mean, rr = rstd, sg = 0.0, sgx = 0.0;
-    for (size_t c = 0; c < C; ++c) {
-        double xh = (x[c] - m) * rr, g = (double)dy[c] * w[c];
-        sg += g;
-        sgx += g * xh;
-    }
-    double mg = sg / (double)C, mgx = sgx / (double)C;
-    for (size_t c = 0; c < C; ++c) {
-        double xh = (x[c] - m) * rr, g = (double)dy[c] * w[c];
-        dx[c] = rr * (g - mg - xh * mgx);
-    }
-}
-
+/* The references (the lesson's reference module, which the bench checks
+ * against too), and y's allowance for the error of a float mean per row. */
 static void reference(problem03 *p)
 {
-    const size_t R = p->rows, C = p->cols;
-    for (size_t c = 0; c < C; ++c) p->dw_ref[c] = p->db_ref[c] = 0.0;
-    for (size_t r = 0; r < R; ++r) {
-        const float *xr = p->x + r * C, *dr = p->dy + r * C;
-        double mu, rs;
-        row_stats(xr, C, (double)p->d.eps, &mu, &rs);
-        row_y(xr, p->w, p->b, C, mu, rs, p->y_ref + r * C);
-        p->mean_ref[r] = mu;
-        p->rstd_ref[r] = rs;
-        p->y_allow[r] = y_allowance(mu, rs);
-        /* backward, from the float mean and rstd the kernels are given */
-        p->mean_in[r] = (float)mu;
-        p->rstd_in[r] = (float)rs;
-        row_dx(xr, dr, p->w, C, p->mean_in[r], p->rstd_in[r], p->dx_ref + r * C);
-        double m = p->mean_in[r], rr = p->rstd_in[r];
-        for (size_t c = 0; c < C; ++c) {
-            p->dw_ref[c] += (double)dr[c] * ((xr[c] - m) * rr);
-            p->db_ref[c] += dr[c];
-        }
-    }
+    layernorm_reference(p->x, p->w, p->b, p->dy, p->rows, p->cols, p->d.eps, p->y_ref,
+                        p->mean_ref, p->rstd_ref, p->mean_in, p->rstd_in, p->dx_ref,
+                        p->dw_ref, p->db_ref);
+    for (size_t r = 0; r < p->rows; ++r)
+        p->y_allow[r] = layernorm_y_allowance(p->mean_ref[r], p->rstd_ref[r]);
 }
 
 /* Large mean, small spread: row r is normal(mean, std) with (mean, std) from
@@ -443,19 +390,8 @@ static fl_compare_result compare_output(const output03 *o, float *got, const dou
                                         size_t n, const double *allow, const float *w,
                                         const float *magnitude)
 {
-    if (o->y_like && allow) {
-        const size_t C = o->cols;
-        for (size_t i = 0; i < n; ++i) {
-            double g = got[i];
-            if (!isfinite(g)) continue;
-            /* y: allow[r] |w[c]|; rstd (one per row): its relative share */
-            double extra = o->y_like == 1 ? allow[i / C] * fabs(w[i % C])
-                                          : allow[i] * (L03_RSTD_MEAN_ULPS / L03_Y_MEAN_ULPS) *
-                                                fabs(want[i]);
-            double bound = o->atol + o->rtol * fabs(want[i]) + extra;
-            if (fabs(g - want[i]) <= bound) got[i] = (float)want[i];
-        }
-    }
+    if (o->y_like && allow)
+        layernorm_accept_mean_error(got, want, n, o->cols, o->atol, o->rtol, o->y_like, allow, w);
     fl_compare_opts opts = fl_compare_defaults(o->name, o->atol, o->rtol);
     opts.cols = o->cols;
     opts.magnitude = magnitude;
@@ -665,7 +601,7 @@ static void run_case(const case03 *c, const part03 *part)
 
 static void correct_case(const shape03 *s, const part03 *part)
 {
-    case03 c = {s->rows, s->cols, DATA_STANDARD, L03_EPS, "", NULL};
+    case03 c = {s->rows, s->cols, DATA_STANDARD, LAYERNORM_EPS, "", NULL};
     run_case(&c, part);
 }
 
@@ -734,7 +670,7 @@ static const shape03 kLargeShapes[] = {{64, 4096}, {41, 999}, {4, 16384}};
 static void large_mean_cases(const part03 *const *parts, int nparts, const char *hint)
 {
     for (size_t s = 0; s < sizeof kLargeShapes / sizeof kLargeShapes[0]; ++s) {
-        case03 c = {kLargeShapes[s].rows, kLargeShapes[s].cols, DATA_LARGE_MEAN, L03_EPS,
+        case03 c = {kLargeShapes[s].rows, kLargeShapes[s].cols, DATA_LARGE_MEAN, LAYERNORM_EPS,
                     ", rows with a large mean and a small spread (|mean| up to 4000, "
                     "std down to 0.02)",
                     hint};
@@ -766,7 +702,7 @@ Test(B_backward, large_mean)
 static void rows0_case(const part03 *part)
 {
     const size_t C = 64;
-    ins03 d = {0, C, L03_EPS, NULL, NULL, NULL, NULL, NULL, NULL};
+    ins03 d = {0, C, LAYERNORM_EPS, NULL, NULL, NULL, NULL, NULL, NULL};
     d.x = dev_alloc_at(C, 0);
     d.dy = dev_alloc_at(C, 0);
     d.w = dev_alloc_at(C, 0);
@@ -804,7 +740,7 @@ static void rows0_case(const part03 *part)
 static void too_wide_case(const part03 *part, size_t cols)
 {
     const size_t R = 3, N = R * cols;
-    ins03 d = {R, cols, L03_EPS, NULL, NULL, NULL, NULL, NULL, NULL};
+    ins03 d = {R, cols, LAYERNORM_EPS, NULL, NULL, NULL, NULL, NULL, NULL};
     d.x = dev_alloc_at(N, 0);
     d.dy = dev_alloc_at(N, 0);
     d.w = dev_alloc_at(cols, 0);
@@ -842,10 +778,10 @@ static void limits_cases(const part03 *part)
     rows0_case(part);
     too_wide_case(part, LAYERNORM_MAX_COLS + 1);
     too_wide_case(part, LAYERNORM_MAX_COLS + 4);
-    case03 under = {5, LAYERNORM_MAX_COLS - 1, DATA_STANDARD, L03_EPS,
+    case03 under = {5, LAYERNORM_MAX_COLS - 1, DATA_STANDARD, LAYERNORM_EPS,
                     " (the widest row that is not a multiple of 4)", NULL};
     run_case(&under, part);
-    case03 many = {((size_t)1 << 20) + 3, 3, DATA_STANDARD, L03_EPS,
+    case03 many = {((size_t)1 << 20) + 3, 3, DATA_STANDARD, LAYERNORM_EPS,
                    " (more row blocks than a grid's y or z dimension holds, 65535)",
                    "rows go on gridDim.x (up to 2^31 - 1 blocks) or a grid-stride loop, not "
                    "on gridDim.y or z (at most 65535)"};
@@ -868,7 +804,7 @@ static void stream_case(const part03 *part)
     problem03 p;
     job03 j;
     const size_t R = 259, C = 1024;
-    problem_init(&p, R, C, part->seed + 0x57, DATA_STANDARD, L03_EPS);
+    problem_init(&p, R, C, part->seed + 0x57, DATA_STANDARD, LAYERNORM_EPS);
     job_init(&j, &p.d, &p, part->backward, part->scratch(R, C), 0);
     FL_ASSERT_CUDA(cudaStreamCreateWithFlags(&j.readback, cudaStreamNonBlocking));
     FL_ASSERT_CUDA(cudaMallocHost((void **)&j.pinned, R * C * sizeof(float)));
@@ -924,7 +860,7 @@ static void misaligned_shape(const part03 *part, size_t R, size_t C, const misal
                              size_t ncases)
 {
     problem03 p;
-    problem_init(&p, R, C, part->seed + 0x4D + R, DATA_STANDARD, L03_EPS);
+    problem_init(&p, R, C, part->seed + 0x4D + R, DATA_STANDARD, LAYERNORM_EPS);
     ins03 off = p.d;
     off.x = upload_at1(p.x, p.n);
     off.dy = upload_at1(p.dy, p.n);
@@ -1007,7 +943,7 @@ static void fresh_init(fresh03 *f, size_t rows, size_t cols, int backward)
     ins03 *d = &f->d;
     d->rows = rows;
     d->cols = cols;
-    d->eps = L03_EPS;
+    d->eps = LAYERNORM_EPS;
     size_t n = rows * cols;
     d->x = dev_alloc_at(n, 0);
     d->w = dev_alloc_at(cols, 0);
@@ -1120,8 +1056,8 @@ static int check_fresh_fwd(job03 *j, const size_t *rows, size_t nrows, char *msg
         size_t r = rows[i];
         host_row(j->keys.x, r, C, FX_LO, FX_HI, x);
         double mu, rs;
-        row_stats(x, C, eps, &mu, &rs);
-        row_y(x, w, b, C, mu, rs, y);
+        layernorm_ref_row_stats(x, C, eps, &mu, &rs);
+        layernorm_ref_row_y(x, w, b, C, mu, rs, y);
         output03 o = j->out[0];
         o.cols = C;
         if (read_back(j, got, j->out[0].dev + r * C, C) != cudaSuccess) {
@@ -1129,7 +1065,7 @@ static int check_fresh_fwd(job03 *j, const size_t *rows, size_t nrows, char *msg
             ok = 0;
             break;
         }
-        double allow = y_allowance(mu, rs);
+        double allow = layernorm_y_allowance(mu, rs);
         fl_compare_result cr = compare_output(&o, got, y, C, &allow, w, NULL);
         double stats_want[2] = {mu, rs};
         float stats_got[2] = {stat[r], rstd[r]};
@@ -1179,7 +1115,7 @@ static int check_fresh_bwd(job03 *j, const size_t *rows, size_t nrows, size_t nc
         size_t r = rows[i];
         host_row(j->keys.x, r, C, FX_LO, FX_HI, x);
         host_row(j->keys.dy, r, C, FDY_LO, FDY_HI, dy);
-        row_dx(x, dy, w, C, mean[r], rstd[r], want);
+        layernorm_ref_row_dx(x, dy, w, C, mean[r], rstd[r], want);
         if (read_back(j, got, j->out[0].dev + r * C, C) != cudaSuccess) {
             snprintf(msg, len, "could not read dx back");
             ok = 0;
@@ -1365,7 +1301,7 @@ ParameterizedTest(shape03 *s, B_backward, bitwise_reproducible)
     problem03 p;
     job03 j;
     problem_init(&p, s->rows, s->cols, 0xB320 + 131 * s->rows + s->cols, DATA_STANDARD,
-                 L03_EPS);
+                 LAYERNORM_EPS);
     job_init(&j, &p.d, &p, 1, fused_bwd_scratch(s->rows, s->cols), 0);
     float *first[3];
     for (int run = 0; run < 2; ++run) {

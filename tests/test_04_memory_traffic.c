@@ -39,6 +39,7 @@
 #include "layernorm.h"
 #include "softmax.h"
 #include "traffic.h"
+#include "transpose_reference.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -535,8 +536,7 @@ static void transpose_init_at(transpose_problem *p, size_t rows, size_t cols, ui
     p->h_out = fl_test_host_alloc(n * sizeof(float));
     p->want = fl_test_host_alloc(n * sizeof(double));
     fl_fill_uniform(p->h_in, n, fl_seed(seed), -1.0f, 1.0f);
-    for (size_t r = 0; r < rows; ++r)
-        for (size_t c = 0; c < cols; ++c) p->want[c * rows + r] = p->h_in[r * cols + c];
+    transpose_reference(p->h_in, p->want, rows, cols);
     p->alloc_in = fl_test_dev_alloc((n + in_off) * sizeof(float));
     p->alloc_out = fl_test_dev_alloc((n + out_off) * sizeof(float));
     p->in = (float *)p->alloc_in + in_off;
@@ -702,8 +702,7 @@ Test(C_transpose, repeated_calls)
     for (int k = 0; k < ncalls; ++k) {
         size_t rows = kCalls[k].rows, cols = kCalls[k].cols, n = rows * cols;
         fl_fill_uniform(h_in, n, fl_seed(0x0420 + (uint64_t)k), -1.0f, 1.0f);
-        for (size_t r = 0; r < rows; ++r)
-            for (size_t c = 0; c < cols; ++c) want[c * rows + r] = h_in[r * cols + c];
+        transpose_reference(h_in, want, rows, cols);
         FL_ASSERT_CUDA(fl_upload_f32(in, h_in, n));
         FL_ASSERT_CUDA(fl_poison(out, cap * sizeof(float), 0));
         fl_inputs inputs = {0};

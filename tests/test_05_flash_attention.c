@@ -57,6 +57,7 @@
 #include "thresholds.h"
 #include "data.h"
 #include "attention.h"
+#include "attention_reference.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -247,43 +248,7 @@ static void read_output(problem05 *p, const void *dev)
     }
 }
 
-/* ---- the CPU reference, in double ---------------------------------------------- */
-
-/* One output row: out = softmax(qi · K[0..keys)ᵀ · scale) V[0..keys), for
- * the query row qi and a head's K and V (rows of d floats); s is `keys`
- * doubles of scratch. Returns the largest |score| of the row. */
-static double cpu_attend(const float *qi, const float *kh, const float *vh, int keys, int d,
-                         double scale, double *s, double *out)
-{
-    double mx = -INFINITY, smax = 0.0;
-    for (int j = 0; j < keys; ++j) {
-        const float *kj = kh + (size_t)j * d;
-        double acc = 0.0;
-        for (int c = 0; c < d; ++c) acc += (double)qi[c] * (double)kj[c];
-        s[j] = acc * scale;
-        if (s[j] > mx) mx = s[j];
-        if (fabs(s[j]) > smax) smax = fabs(s[j]);
-    }
-    double l = 0.0;
-    for (int c = 0; c < d; ++c) out[c] = 0.0;
-    for (int j = 0; j < keys; ++j) {
-        double w = exp(s[j] - mx);
-        l += w;
-        const float *vj = vh + (size_t)j * d;
-        for (int c = 0; c < d; ++c) out[c] += w * (double)vj[c];
-    }
-    for (int c = 0; c < d; ++c) out[c] /= l;
-    return smax;
-}
-
-/* O[h, i, :] of (bh, seq, d) float inputs; s is seq doubles of scratch. */
-static double cpu_row(const float *q, const float *k, const float *v, int seq, int d, int causal,
-                      double scale, int h, int i, double *s, double *out)
-{
-    const float *qi = q + ((size_t)h * seq + i) * d;
-    const float *kh = k + (size_t)h * seq * d, *vh = v + (size_t)h * seq * d;
-    return cpu_attend(qi, kh, vh, causal ? i + 1 : seq, d, scale, s, out);
-}
+/* ---- the CPU reference (attention_reference.h, which the bench uses too) ---- */
 
 /* Rows checked against the CPU where the full reference would be too slow:
  * the first, the middle and the last rows of the first and the last head,
@@ -313,8 +278,8 @@ static fl_compare_result check_sampled(const problem05 *p, const void *dev_out,
     double *scratch = fl_test_host_alloc((size_t)p->s.seq * sizeof(double));
     for (int i = 0; i < N_SAMPLED; ++i) {
         size_t off = ((size_t)head[i] * p->s.seq + row[i]) * d;
-        cpu_row(p->q, p->k, p->v, p->s.seq, d, p->s.causal, p->scale, head[i], row[i], scratch,
-                want + (size_t)i * d);
+        attention_reference_row(p->q, p->k, p->v, p->s.seq, d, p->s.causal, p->scale, head[i],
+                                row[i], scratch, want + (size_t)i * d);
         if (p->dtype == ATTN_F16) {
             FL_ASSERT_CUDA(cudaMemcpy(hgot, (const uint16_t *)dev_out + off,
                                       d * sizeof(uint16_t), cudaMemcpyDeviceToHost));
@@ -372,8 +337,9 @@ static void make_reference(problem05 *p)
         p->smax = 0.0;
         for (int h = 0; h < s->batch_heads; ++h)
             for (int i = 0; i < s->seq; ++i) {
-                double m = cpu_row(p->q, p->k, p->v, s->seq, d, s->causal, p->scale, h, i,
-                                   scratch, p->want + ((size_t)h * s->seq + i) * d);
+                double m = attention_reference_row(p->q, p->k, p->v, s->seq, d, s->causal,
+                                                   p->scale, h, i, scratch,
+                                                   p->want + ((size_t)h * s->seq + i) * d);
                 if (m > p->smax) p->smax = m;
             }
         free(scratch);
@@ -866,8 +832,9 @@ static fl_compare_result big_check(const big05 *b, const size_t *rows, size_t nr
     for (size_t r = 0; r < nrows; ++r) {
         size_t h = rows[r] / (size_t)b->seq, src = h % b->period;
         int i = (int)(rows[r] % (size_t)b->seq);
-        cpu_attend(b->hq + (src * b->seq + i) * d, b->hk + src * b->per, b->hv + src * b->per,
-                   b->causal ? i + 1 : b->seq, d, b->scale, scratch, want + r * d);
+        attention_reference_attend(b->hq + (src * b->seq + i) * d, b->hk + src * b->per,
+                                   b->hv + src * b->per, b->causal ? i + 1 : b->seq, d, b->scale,
+                                   scratch, want + r * d);
         const char *at = (const char *)b->dout + rows[r] * d * el;
         if (b->dtype == ATTN_F16) {
             FL_ASSERT_CUDA(cudaMemcpy(bits, at, d * el, cudaMemcpyDeviceToHost));
@@ -877,7 +844,7 @@ static fl_compare_result big_check(const big05 *b, const size_t *rows, size_t nr
         }
     }
     fl_compare_opts o = b->dtype == ATTN_F16
-                            ? fl_compare_defaults("O", L05_F16_SAMPLED_VTOL * 2.0 + L05_F16_ATOL, 0.0)
+                            ? fl_compare_defaults("O", attention_f16_sampled_atol(2.0), 0.0)
                             : fl_compare_defaults("O", L05_F32_ATOL, L05_F32_RTOL);
     o.cols = (size_t)d;
     fl_compare_result res = fl_compare_f32(got, want, nrows * d, &o);
@@ -1490,8 +1457,8 @@ static int speed_check(void *c, char *msg, size_t len)
             cur = h;
         }
         for (int j = 0; j < d; ++j) qi[j] = fresh_value(src, &x->draw, 0, rows[r] * d + j);
-        cpu_attend(qi, kh, vh, s->causal ? i + 1 : seq, d, x->p->scale, scratch,
-                   want + (size_t)r * d);
+        attention_reference_attend(qi, kh, vh, s->causal ? i + 1 : seq, d, x->p->scale, scratch,
+                                   want + (size_t)r * d);
         const char *at = (const char *)x->out + rows[r] * d * el;
         if (x->p->dtype == ATTN_F16) {
             e = cudaMemcpy(bits, at, d * el, cudaMemcpyDeviceToHost);
