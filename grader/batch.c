@@ -250,6 +250,12 @@ void batch_end(const char *out, int complete)
     release_locks();
 }
 
+void batch_leave(const char *out)
+{
+    (void)out;
+    release_locks();
+}
+
 int batch_write_file(const char *out, const char *name, const char *data, size_t len,
                      int complete)
 {

@@ -49,6 +49,9 @@ int batch_begin(const char *out, const char *work);
 /* The batch is over: with `complete`, remove BATCH_IN_PROGRESS, otherwise
  * leave it saying the batch was interrupted; release the locks. */
 void batch_end(const char *out, int complete);
+/* Release the locks and leave BATCH_IN_PROGRESS as it is (a Slurm batch
+ * runs on after its submission; --collect ends it). */
+void batch_leave(const char *out);
 
 /* Write a batch-wide file (roster.csv, junit.xml) through write_file_atomic:
  * under its own name when `complete` (removing NAME.partial), as NAME.partial

@@ -16,6 +16,7 @@
 #include "grade.h"
 #include "stages.h"
 #include "proc.h"
+#include "shard.h"
 
 #include <cJSON.h>
 #include <ctype.h>
@@ -57,7 +58,23 @@ static void usage(FILE *f)
             "                    bubblewrap (where user namespaces are not allowed); every\n"
             "                    report of the batch says so\n"
             "  --sandbox-uid N   the user the sandboxed steps run as when the grader is\n"
-            "                    root (default 65534, nobody)\n"
+            "                    root (default 65534, nobody; with several workers, worker i\n"
+            "                    runs as N + i, default N 64000)\n"
+            "\n"
+            "A class at once:\n"
+            "  --gpus LIST|all   one worker per GPU (indices or UUIDs, or every visible\n"
+            "                    GPU), each grading a shard of the submissions with its\n"
+            "                    own scratch build, reference run and sandbox user; the\n"
+            "                    shards are collected into OUT as one run would write it\n"
+            "  --slurm 'OPTS'    submit the batch as a Slurm job array (sbatch OPTS, split\n"
+            "                    at spaces: --partition=gpu --gres=gpu:1 --time=2:00:00 ...)\n"
+            "                    one task per shard, each on its own GPU; with --wait among\n"
+            "                    OPTS it waits and collects\n"
+            "  --shards N        the Slurm array's size (default: one task per 8 submissions)\n"
+            "  --collect OUT     put the shards of OUT together: OUT/submissions/, roster.csv,\n"
+            "                    junit.xml (says which shard to run again if one is missing)\n"
+            "  --shard I/N       grade shard I of N into OUT/shards/I (what workers and\n"
+            "                    Slurm tasks run)\n"
             "\n"
             "Writes OUT/submissions/<id>/results.json (Gradescope), report.md and logs/, where\n"
             "<id> is the submission's name cut to [A-Za-z0-9._-] (its path as given is in\n"
@@ -98,7 +115,11 @@ static int parse_lessons(grader *g, const char *list)
 static void detect_gpu(grader *g)
 {
     if (g->no_gpu) return;
-    char *argv[] = {"nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader", NULL};
+    /* a worker of --gpus, or a Slurm task, sees one GPU: ask about that one */
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    char *only = vis && vis[0] && strchr(vis, ',') == NULL ? xasprintf("--id=%s", vis) : NULL;
+    char *argv[] = {"nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader", only,
+                    NULL};
     proc_opts o = {.timeout_s = 30};
     proc_result r;
     if (proc_run(argv, &o, &r) == 0 && r.output[0]) {
@@ -126,6 +147,7 @@ static void detect_gpu(grader *g)
         strlist_free(&archs);
     }
     proc_result_free(&r);
+    free(only);
 }
 
 /* The scratch student root holds every lesson's skeleton until a
@@ -372,12 +394,16 @@ int main(int argc, char **argv)
     g.jobs = cpus > 0 ? (int)cpus : 2;
     double suite_t = 0, lesson_t = 0, build_t = 0, sanitizer_t = 0;
     strlist paths = {0};
-    int opts_done = 0, no_sandbox = 0;
+    int opts_done = 0, no_sandbox = 0, jobs_given = 0;
     char **probe = NULL;
+    const char *gpus_spec = NULL, *slurm_opts = NULL, *collect_out = NULL;
+    int shard_i = 0, shard_n = 0, shards = 0;
+    strlist passthru = {0}; /* what workers and Slurm tasks are given as it is */
     g.sandbox_uid = -1;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int first = i, keep = 1;
 #define TAKE(var)                                                                  \
     do {                                                                           \
         if (val == NULL) {                                                         \
@@ -396,8 +422,36 @@ int main(int argc, char **argv)
             return 0;
         } else if (strcmp(a, "--out") == 0) {
             TAKE(out);
+            keep = 0;
         } else if (strcmp(a, "--work") == 0) {
             TAKE(work);
+            keep = 0;
+        } else if (strcmp(a, "--gpus") == 0) {
+            TAKE(gpus_spec);
+            keep = 0;
+        } else if (strcmp(a, "--slurm") == 0) {
+            TAKE(slurm_opts);
+            keep = 0;
+        } else if (strcmp(a, "--collect") == 0) {
+            TAKE(collect_out);
+            keep = 0;
+        } else if (strcmp(a, "--shard") == 0 || strcmp(a, "--shards") == 0) {
+            const char *v;
+            TAKE(v);
+            keep = 0;
+            char *end = NULL;
+            long x = strtol(v, &end, 10);
+            if (strcmp(a, "--shards") == 0 && (end == v || *end || x < 1 || x > SHARD_MAX)) {
+                fprintf(stderr, "fusionlab_grade: --shards needs a number from 1 to %d, not "
+                        "'%s'\n", SHARD_MAX, v);
+                return 2;
+            }
+            if (strcmp(a, "--shards") == 0) shards = (int)x;
+            else if (shard_parse(v, &shard_i, &shard_n) != 0) {
+                fprintf(stderr, "fusionlab_grade: --shard needs I/N with 0 <= I < N <= %d, not "
+                        "'%s'\n", SHARD_MAX, v);
+                return 2;
+            }
         } else if (strcmp(a, "--course") == 0) {
             TAKE(course);
         } else if (strcmp(a, "--manifest") == 0) {
@@ -417,9 +471,11 @@ int main(int argc, char **argv)
             break;
         } else if (strcmp(a, "--no-sandbox") == 0) {
             no_sandbox = 1;
+            keep = 0;
         } else if (strcmp(a, "--sandbox-uid") == 0) {
             const char *v;
             TAKE(v);
+            keep = 0;
             char *end = NULL;
             long uid = strtol(v, &end, 10);
             if (end == v || *end != '\0' || uid <= 0) {
@@ -439,7 +495,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "fusionlab_grade: %s needs a positive number, not '%s'\n", a, v);
                 return 2;
             }
-            if (strcmp(a, "--jobs") == 0) g.jobs = (int)x;
+            if (strcmp(a, "--jobs") == 0) g.jobs = (int)x, jobs_given = 1;
             else if (strcmp(a, "--suite-timeout") == 0) suite_t = x;
             else if (strcmp(a, "--lesson-timeout") == 0) lesson_t = x;
             else if (strcmp(a, "--build-timeout") == 0) build_t = x;
@@ -451,13 +507,58 @@ int main(int argc, char **argv)
             return 2;
         }
 #undef TAKE
+        if (keep)
+            for (int j = first; j <= i && j < argc; ++j) strlist_add(&passthru, argv[j]);
     }
     if (probe) return probe_main(&g, course, work, no_sandbox, probe);
+    if (collect_out) {
+        if (paths.n || gpus_spec || slurm_opts || shard_n) {
+            fprintf(stderr, "fusionlab_grade: --collect OUT takes nothing else (it puts together "
+                    "the shards already graded into OUT)\n");
+            return 2;
+        }
+        return collect_main(collect_out, 0);
+    }
     if (paths.n == 0) {
         usage(stderr);
         return 2;
     }
+    if ((gpus_spec != NULL) + (slurm_opts != NULL) + (shard_n > 0) > 1 ||
+        (gpus_spec && g.no_gpu) || (shards && !slurm_opts)) {
+        fprintf(stderr, "fusionlab_grade: --gpus, --slurm and --shard exclude each other, as do "
+                "--gpus and --no-gpu; --shards goes with --slurm\n");
+        return 2;
+    }
     if (batch_check_paths(course, out, work, &paths) != 0) return 2;
+    if (gpus_spec || slurm_opts) {
+        char self[4096];
+        ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+        char *o = abs_path_any(out);
+        if (len <= 0 || o == NULL) {
+            fprintf(stderr, "fusionlab_grade: cannot find this program (/proc/self/exe) or "
+                    "resolve --out %s\n", out);
+            return 2;
+        }
+        self[len] = '\0';
+        shard_launch L = {.self = self, .out = o, .work = work, .sandbox_uid = g.sandbox_uid,
+                          .no_sandbox = no_sandbox, .jobs_given = jobs_given,
+                          .passthru = passthru, .n_subs = paths.n};
+        int rc = gpus_spec ? gpus_main(&L, gpus_spec) : slurm_main(&L, slurm_opts, shards);
+        free(o);
+        strlist_free(&passthru);
+        strlist_free(&paths);
+        return rc;
+    }
+    strlist_free(&passthru);
+    char *shard_out = shard_n ? shard_dir(out, shard_i) : NULL;
+    if (shard_out) {
+        /* a shard's own batch folder (its lock, its marker, its results) */
+        out = shard_out;
+        if (mkdir_p(out) != 0) {
+            fprintf(stderr, "fusionlab_grade: cannot create %s\n", out);
+            return 2;
+        }
+    }
 
     g.course = abs_path(course);
     if (g.course == NULL || !is_dir(g.course)) {
@@ -516,12 +617,36 @@ int main(int argc, char **argv)
     g.build = path_join(g.work, "build");
     g.run_dir = path_join(g.work, "run");
 
-    /* every submission gets its results.json before anything can go wrong */
+    /* every id comes from the whole list, so that a shard's ids are those
+     * of one run over the batch; a shard grades the k-th submission when
+     * k % N == I */
+    submission *all = xcalloc((size_t)paths.n, sizeof *all);
+    for (int i = 0; i < paths.n; ++i) all[i].id = batch_make_id(paths.v[i], all, i);
+    int nsub = 0;
     submission *subs = xcalloc((size_t)paths.n, sizeof *subs);
-    for (int i = 0; i < paths.n; ++i) {
+    for (int i = 0; i < paths.n; ++i)
+        if (shard_n == 0 || i % shard_n == shard_i) {
+            subs[nsub].id = xstrdup(all[i].id);
+            subs[nsub].path = xstrdup(paths.v[i]);
+            ++nsub;
+        }
+    if (shard_n) {
+        char **ids = xcalloc((size_t)paths.n, sizeof *ids);
+        for (int i = 0; i < paths.n; ++i) ids[i] = all[i].id;
+        g.shard_n = shard_n;
+        g.shard_i = shard_i;
+        if (shard_write_plan(&g, shard_i, shard_n, ids, paths.v, paths.n) != 0) {
+            batch_end(g.out, 0);
+            return 2;
+        }
+        free(ids);
+    }
+    for (int i = 0; i < paths.n; ++i) free(all[i].id);
+    free(all);
+
+    /* every submission gets its results.json before anything can go wrong */
+    for (int i = 0; i < nsub; ++i) {
         submission *s = &subs[i];
-        s->path = xstrdup(paths.v[i]);
-        s->id = batch_make_id(paths.v[i], subs, i);
         s->outdir = batch_submission_dir(g.out, s->id);
         rm_rf(s->outdir);
         mkdir_p(s->outdir);
@@ -564,8 +689,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "== WARNING: --no-sandbox: student code runs with this grader's rights "
                 "(uid %ld), every report says so\n", (long)geteuid());
     }
-    fprintf(stderr, "== fusion-lab grade: %d submission%s, lesson%s", paths.n,
-            paths.n == 1 ? "" : "s", g.lessons.n == 1 ? "" : "s");
+    char *tag = shard_n ? xasprintf("shard %d/%d: ", shard_i, shard_n) : xstrdup("");
+    fprintf(stderr, "== fusion-lab grade: %s%d submission%s, lesson%s", tag, nsub,
+            nsub == 1 ? "" : "s", g.lessons.n == 1 ? "" : "s");
     for (int i = 0; i < g.lessons.n; ++i) fprintf(stderr, " %s", g.lessons.v[i]);
     fprintf(stderr, "; GPU: %s\n", g.gpu ? g.gpu_name
                                          : g.no_gpu ? "hidden (--no-gpu)" : "none (GPU checks will not run)");
@@ -580,10 +706,14 @@ int main(int argc, char **argv)
             fprintf(stderr, "   %s\n", g.reference_notes.v[i]);
     }
 
-    for (int i = 0; i < paths.n; ++i) {
+    /* the estimate of the time left: the mean of the submission-lessons
+     * graded so far, times those still to grade */
+    double t_grading = now_s();
+    int lessons_done = 0, lessons_all = nsub * g.lessons.n;
+    for (int i = 0; i < nsub; ++i) {
         submission *s = &subs[i];
         double t0 = now_s();
-        if (s->in.refused) fprintf(stderr, "[%d/%d] %s: refused: %s\n", i + 1, paths.n, s->id,
+        if (s->in.refused) fprintf(stderr, "[%s%d/%d] %s: refused: %s\n", tag, i + 1, nsub, s->id,
                                    s->in.refusal);
         for (int k = 0; k < s->n_lessons; ++k) {
             lesson_result *lr = &s->lessons[k];
@@ -591,12 +721,18 @@ int main(int argc, char **argv)
             memset(lr, 0, sizeof *lr);
             lr->li = manifest_find(&g.man, g.lessons.v[k]);
             lr->rl = rubric_find(&g.rub, g.lessons.v[k]);
-            char *progress = xasprintf("[%d/%d] %s %s", i + 1, paths.n, s->id, lr->li->name);
+            char *progress = xasprintf("[%s%d/%d] %s %s", tag, i + 1, nsub, s->id, lr->li->name);
             double tl = now_s();
             grade_lesson(&g, s, lr, progress);
-            fprintf(stderr, "%s: %.2f / %.2f  %s  (%.0f s; %.0f s since start)\n", progress,
+            ++lessons_done;
+            double left = (now_s() - t_grading) / lessons_done * (lessons_all - lessons_done);
+            char eta[48];
+            if (lessons_done == lessons_all) snprintf(eta, sizeof eta, "none left");
+            else if (left < 120) snprintf(eta, sizeof eta, "about %.0f s left", left);
+            else snprintf(eta, sizeof eta, "about %.0f min left", left / 60);
+            fprintf(stderr, "%s: %.2f / %.2f  %s  (%.0f s; %.0f s since start; %s)\n", progress,
                     lr->score, lr->max, lr->summary ? lr->summary : "", now_s() - tl,
-                    now_s() - g.t0);
+                    now_s() - g.t0, eta);
             free(progress);
             total(s);
             s->elapsed_s = now_s() - t0;
@@ -607,15 +743,16 @@ int main(int argc, char **argv)
         total(s);
         write_results_json(&g, s);
         write_report_md(&g, s);
-        write_roster_csv(&g, subs, paths.n);
-        write_junit_xml(&g, subs, paths.n);
+        write_roster_csv(&g, subs, nsub);
+        write_junit_xml(&g, subs, nsub);
+        if (shard_n) shard_write_pieces(&g, s);
     }
-    write_roster_csv(&g, subs, paths.n);
-    write_junit_xml(&g, subs, paths.n);
+    write_roster_csv(&g, subs, nsub);
+    write_junit_xml(&g, subs, nsub);
     batch_end(g.out, !proc_interrupted());
 
     fprintf(stderr, "\n%-24s %10s %10s  %s\n", "submission", "score", "max", "status");
-    for (int i = 0; i < paths.n; ++i) {
+    for (int i = 0; i < nsub; ++i) {
         submission *s = &subs[i];
         char *st = submission_status(s);
         fprintf(stderr, "%-24s %10.2f %10.2f  %s\n", s->id, s->score, s->max, st);
@@ -626,7 +763,7 @@ int main(int argc, char **argv)
     if (!g.gpu)
         fprintf(stderr, "no GPU was used: the GPU checks say \"not run: no CUDA device\"\n");
 
-    for (int i = 0; i < paths.n; ++i) {
+    for (int i = 0; i < nsub; ++i) {
         for (int k = 0; k < subs[i].n_lessons; ++k) lesson_result_free(&subs[i].lessons[k]);
         free(subs[i].lessons);
         intake_free(&subs[i].in);
@@ -636,6 +773,8 @@ int main(int argc, char **argv)
         free(subs[i].outdir);
     }
     free(subs);
+    free(tag);
+    free(shard_out);
     strlist_free(&paths);
     int rc = proc_interrupted() ? 130 : g.ready ? 0 : 1;
     grader_free(&g);

@@ -62,6 +62,7 @@ typedef struct {
     speed_log reference; /* the worked solutions' speed, this GPU, this run */
     submission_keys reference_keys; /* the seed of the reference run */
     strlist reference_notes;
+    int shard_i, shard_n; /* --shard I/N (shard_n 0: the whole batch) */
     int ready;           /* the scratch build is configured */
     char *setup_error;   /* why it is not */
     double t0;
@@ -136,5 +137,17 @@ void write_roster_csv(const grader *g, submission *subs, int n);
 void write_junit_xml(const grader *g, submission *subs, int n);
 /* "ok", "refused", "01: build failed; 02: not submitted", ... */
 char *submission_status(const submission *s);
+/* The pieces of roster.csv and junit.xml, one submission at a time: a batch
+ * graded in shards (--gpus, --slurm) is put together from the same pieces
+ * (collect.c), so that its files are those one run would write. */
+typedef struct {
+    int tests, failures, skipped;
+} junit_counts;
+char *roster_header(const grader *g);
+char *roster_row(const grader *g, const submission *s);
+/* the submission's <testsuite> element; adds its counts to *cnt (may be NULL) */
+char *junit_suite(const grader *g, const submission *s, junit_counts *cnt);
+/* the whole junit.xml around the concatenated suites */
+char *junit_document(const char *suites, junit_counts cnt);
 
 #endif /* FUSIONLAB_GRADER_GRADE_H */

@@ -325,7 +325,7 @@ static int batch_done(const submission *subs, int n)
     return 1;
 }
 
-void write_roster_csv(const grader *g, submission *subs, int n)
+char *roster_header(const grader *g)
 {
     sbuf b = {0};
     sbuf_add(&b, "submission");
@@ -335,96 +335,126 @@ void write_roster_csv(const grader *g, submission *subs, int n)
         csv_field(&b, li ? li->name : g->lessons.v[i]);
     }
     sbuf_add(&b, ",total,max,percent,status,submission_path\n");
+    return sbuf_take(&b);
+}
+
+char *roster_row(const grader *g, const submission *s)
+{
+    sbuf b = {0};
+    csv_field(&b, s->id);
+    for (int i = 0; i < s->n_lessons; ++i) sbuf_addf(&b, ",%.2f", round2(s->lessons[i].score));
+    char *status = submission_status(s);
+    sbuf_addf(&b, ",%.2f,%.2f,%.1f,", round2(s->score), round2(s->max),
+              s->max > 0 ? 100.0 * s->score / s->max : 0.0);
+    char *clean = scrub(g, status);
+    csv_field(&b, clean);
+    sbuf_add(&b, ",");
+    csv_field(&b, s->path ? s->path : ""); /* as given: not scrubbed */
+    sbuf_add(&b, "\n");
+    free(clean);
+    free(status);
+    return sbuf_take(&b);
+}
+
+void write_roster_csv(const grader *g, submission *subs, int n)
+{
+    sbuf b = {0};
+    char *head = roster_header(g);
+    sbuf_add(&b, head);
+    free(head);
     for (int k = 0; k < n; ++k) {
-        submission *s = &subs[k];
-        csv_field(&b, s->id);
-        for (int i = 0; i < s->n_lessons; ++i) sbuf_addf(&b, ",%.2f", round2(s->lessons[i].score));
-        char *status = submission_status(s);
-        sbuf_addf(&b, ",%.2f,%.2f,%.1f,", round2(s->score), round2(s->max),
-                  s->max > 0 ? 100.0 * s->score / s->max : 0.0);
-        char *clean = scrub(g, status);
-        csv_field(&b, clean);
-        sbuf_add(&b, ",");
-        csv_field(&b, s->path ? s->path : ""); /* as given: not scrubbed */
-        sbuf_add(&b, "\n");
-        free(clean);
-        free(status);
+        char *row = roster_row(g, &subs[k]);
+        sbuf_add(&b, row);
+        free(row);
     }
-    batch_write_file(g->out, "roster.csv", b.s ? b.s : "", b.len, batch_done(subs, n));
+    batch_write_file(g->out, "roster.csv", sbuf_str(&b), b.len, batch_done(subs, n));
     sbuf_free(&b);
+}
+
+char *junit_suite(const grader *g, const submission *s, junit_counts *cnt)
+{
+    int st = 0, sf = 0, ss = 0;
+    sbuf cases = {0};
+    for (int i = 0; i < s->n_lessons; ++i) {
+        const lesson_result *lr = &s->lessons[i];
+        for (int j = 0; j < lr->n_checks; ++j) {
+            const check_result *c = &lr->checks[j];
+            ++st;
+            sbuf_add(&cases, "    <testcase classname=\"");
+            xml_escape(&cases, s->id, 1);
+            sbuf_add(&cases, ".");
+            xml_escape(&cases, lr->li->name, 1);
+            sbuf_add(&cases, "\" name=\"");
+            char *title = xasprintf("%s: %s", c->rc->id, c->rc->name);
+            xml_escape(&cases, title, 1);
+            free(title);
+            sbuf_addf(&cases, "\" time=\"0\">\n      <properties><property name=\"score\" "
+                      "value=\"%.2f\"/><property name=\"max_score\" value=\"%.2f\"/>"
+                      "</properties>\n", round2(c->score), round2(c->max));
+            char *out = scrub(g, c->output ? c->output : "");
+            char *first = xstrdup(out);
+            char *nl = strchr(first, '\n');
+            if (nl) *nl = '\0';
+            if (c->status == ST_NOT_RUN) {
+                ++ss;
+                sbuf_add(&cases, "      <skipped message=\"");
+                xml_escape(&cases, first, 1);
+                sbuf_add(&cases, "\"/>\n");
+            } else if (c->status != ST_PASSED) {
+                ++sf;
+                sbuf_add(&cases, "      <failure message=\"");
+                xml_escape(&cases, first, 1);
+                sbuf_add(&cases, "\">");
+                xml_escape(&cases, out, 0);
+                sbuf_add(&cases, "</failure>\n");
+            } else {
+                sbuf_add(&cases, "      <system-out>");
+                xml_escape(&cases, out, 0);
+                sbuf_add(&cases, "</system-out>\n");
+            }
+            sbuf_add(&cases, "    </testcase>\n");
+            free(out);
+            free(first);
+        }
+    }
+    sbuf b = {0};
+    sbuf_add(&b, "  <testsuite name=\"");
+    xml_escape(&b, s->id, 1);
+    sbuf_addf(&b, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\" "
+              "time=\"%.1f\">\n", st, sf, ss, s->elapsed_s);
+    sbuf_add(&b, "    <properties><property name=\"submission_path\" value=\"");
+    xml_escape(&b, s->path ? s->path : "", 1);
+    sbuf_add(&b, "\"/></properties>\n");
+    sbuf_add(&b, sbuf_str(&cases));
+    sbuf_add(&b, "  </testsuite>\n");
+    sbuf_free(&cases);
+    if (cnt) {
+        cnt->tests += st;
+        cnt->failures += sf;
+        cnt->skipped += ss;
+    }
+    return sbuf_take(&b);
+}
+
+char *junit_document(const char *suites, junit_counts cnt)
+{
+    return xasprintf("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                     "<testsuites name=\"fusion-lab grade\" tests=\"%d\" failures=\"%d\" "
+                     "errors=\"0\" skipped=\"%d\">\n%s</testsuites>\n",
+                     cnt.tests, cnt.failures, cnt.skipped, suites);
 }
 
 void write_junit_xml(const grader *g, submission *subs, int n)
 {
-    sbuf b = {0};
-    int tests = 0, failures = 0, skipped = 0;
+    junit_counts cnt = {0, 0, 0};
     sbuf body = {0};
     for (int k = 0; k < n; ++k) {
-        submission *s = &subs[k];
-        int st = 0, sf = 0, ss = 0;
-        sbuf cases = {0};
-        for (int i = 0; i < s->n_lessons; ++i) {
-            const lesson_result *lr = &s->lessons[i];
-            for (int j = 0; j < lr->n_checks; ++j) {
-                const check_result *c = &lr->checks[j];
-                ++st;
-                sbuf_add(&cases, "    <testcase classname=\"");
-                xml_escape(&cases, s->id, 1);
-                sbuf_add(&cases, ".");
-                xml_escape(&cases, lr->li->name, 1);
-                sbuf_add(&cases, "\" name=\"");
-                char *title = xasprintf("%s: %s", c->rc->id, c->rc->name);
-                xml_escape(&cases, title, 1);
-                free(title);
-                sbuf_addf(&cases, "\" time=\"0\">\n      <properties><property name=\"score\" "
-                          "value=\"%.2f\"/><property name=\"max_score\" value=\"%.2f\"/>"
-                          "</properties>\n", round2(c->score), round2(c->max));
-                char *out = scrub(g, c->output ? c->output : "");
-                char *first = xstrdup(out);
-                char *nl = strchr(first, '\n');
-                if (nl) *nl = '\0';
-                if (c->status == ST_NOT_RUN) {
-                    ++ss;
-                    sbuf_add(&cases, "      <skipped message=\"");
-                    xml_escape(&cases, first, 1);
-                    sbuf_add(&cases, "\"/>\n");
-                } else if (c->status != ST_PASSED) {
-                    ++sf;
-                    sbuf_add(&cases, "      <failure message=\"");
-                    xml_escape(&cases, first, 1);
-                    sbuf_add(&cases, "\">");
-                    xml_escape(&cases, out, 0);
-                    sbuf_add(&cases, "</failure>\n");
-                } else {
-                    sbuf_add(&cases, "      <system-out>");
-                    xml_escape(&cases, out, 0);
-                    sbuf_add(&cases, "</system-out>\n");
-                }
-                sbuf_add(&cases, "    </testcase>\n");
-                free(out);
-                free(first);
-            }
-        }
-        sbuf_add(&body, "  <testsuite name=\"");
-        xml_escape(&body, s->id, 1);
-        sbuf_addf(&body, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\" "
-                  "time=\"%.1f\">\n", st, sf, ss, s->elapsed_s);
-        sbuf_add(&body, "    <properties><property name=\"submission_path\" value=\"");
-        xml_escape(&body, s->path ? s->path : "", 1);
-        sbuf_add(&body, "\"/></properties>\n");
-        sbuf_add(&body, sbuf_str(&cases));
-        sbuf_add(&body, "  </testsuite>\n");
-        sbuf_free(&cases);
-        tests += st;
-        failures += sf;
-        skipped += ss;
+        char *suite = junit_suite(g, &subs[k], &cnt);
+        sbuf_add(&body, suite);
+        free(suite);
     }
-    sbuf_add(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    sbuf_addf(&b, "<testsuites name=\"fusion-lab grade\" tests=\"%d\" failures=\"%d\" "
-              "errors=\"0\" skipped=\"%d\">\n", tests, failures, skipped);
-    sbuf_add(&b, sbuf_str(&body));
-    sbuf_add(&b, "</testsuites>\n");
+    char *doc = junit_document(sbuf_str(&body), cnt);
+    batch_write_file(g->out, "junit.xml", doc, strlen(doc), batch_done(subs, n));
+    free(doc);
     sbuf_free(&body);
-    batch_write_file(g->out, "junit.xml", sbuf_str(&b), b.len, batch_done(subs, n));
-    sbuf_free(&b);
 }
