@@ -360,7 +360,7 @@ function(lesson_write_layout)
     list(APPEND head "fl_gnuplot='${FUSIONLAB_GNUPLOT}'\n")
   endif()
   # what the top CMakeLists.txt found missing, as Debian packages
-  foreach(what COURSE PLOT GRADER)
+  foreach(what COURSE PLOT GRADER SLURM)
     string(TOLOWER "${what}" w)
     string(REPLACE ";" " " pkgs "${FUSIONLAB_MISSING_${what}}")
     list(APPEND head "fl_missing_${w}='${pkgs}'\n")
