@@ -375,12 +375,23 @@ static uint64_t fl_mix64(uint64_t z)
 uint64_t fl_test_fresh_key(void)
 {
     static uint64_t calls;
+    static int replayed = -1;
+    uint64_t z = fl_seed(0xF2E5C0DE5EEDull) ^ fl_mix64(++calls * 0x9E3779B97F4A7C15ull);
+    /* Under the grader (FUSIONLAB_EVIDENCE names the evidence file) the
+     * worked solution's run must meet the same inputs to re-judge what the
+     * student's run compared: the k-th key of a test process is a function
+     * of the secret seed and k alone, new at every call and unknown to code
+     * that cannot read the seed. Elsewhere the clock and the process make
+     * every run's keys new too. */
+    if (replayed < 0) {
+        const char *ev = getenv("FUSIONLAB_EVIDENCE");
+        replayed = ev != NULL && ev[0] != '\0';
+    }
+    if (replayed) return fl_mix64(z);
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     uint64_t clock_ns = (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-    uint64_t z = fl_seed(0xF2E5C0DE5EEDull) ^ fl_mix64(++calls * 0x9E3779B97F4A7C15ull);
-    z = fl_mix64(z ^ fl_mix64(clock_ns ^ ((uint64_t)getpid() << 40)));
-    return z;
+    return fl_mix64(z ^ fl_mix64(clock_ns ^ ((uint64_t)getpid() << 40)));
 }
 
 void fl_test_sample_rows(uint64_t key, size_t rows, size_t k, size_t *idx)

@@ -127,8 +127,11 @@ void fl_test_rotor_free(fl_rotor *r);
 
 /* Fresh inputs. A new key on every call, for fl_fill_uniform_dev and
  * fl_uniform_at (common/guard.h): mixed from fl_seed (so the grading secret
- * goes into it), a per-process counter and the clock, so no launcher can
- * tell from earlier calls what the next inputs will be. */
+ * goes into it) and a per-process counter, so no launcher can tell from
+ * earlier calls what the next inputs will be; outside the grader the clock
+ * and the process id go in too. Under the grader (FUSIONLAB_EVIDENCE set)
+ * they stay out: the worked solution's run must draw the same keys, in the
+ * same order, to re-judge the student's outputs (grader/verify.c). */
 uint64_t fl_test_fresh_key(void);
 
 /* k row indices in [0, rows) for checking a sample of an output: idx[0] = 0

@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 
 #include "check.h"
+#include "fl_test.h"
 #include "compare.h"
 #include "csv.h"
 #include "data.h"
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 TestSuite(compare, .timeout = 10);
@@ -25,6 +27,7 @@ TestSuite(csv, .timeout = 10);
 TestSuite(data, .timeout = 10);
 TestSuite(guard, .timeout = 10);
 TestSuite(timing, .timeout = 10);
+TestSuite(fresh, .timeout = 10);
 
 #define N 4096
 
@@ -442,4 +445,55 @@ Test(timing, check_each_is_off_by_default)
     fl_timing_opts o = fl_timing_defaults();
     cr_assert(o.check_each == 0, "benches check once, after the loop");
     cr_assert(o.warmup > 0 && o.samples > 0);
+}
+
+/* ---- fresh keys: what the grader's re-judging relies on ------------------------ */
+
+/* Three keys of fl_test_fresh_key drawn in a new process with `seed` and,
+ * when `evidence`, FUSIONLAB_EVIDENCE set (the grader's runs). */
+static void fresh_keys(const char *seed, int evidence, uint64_t k[3])
+{
+    int fd[2];
+    cr_assert(pipe(fd) == 0);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        close(fd[0]);
+        setenv("FUSIONLAB_GRADE_SEED", seed, 1);
+        if (evidence) setenv("FUSIONLAB_EVIDENCE", "/dev/null", 1);
+        else unsetenv("FUSIONLAB_EVIDENCE");
+        uint64_t v[3];
+        for (int i = 0; i < 3; ++i) v[i] = fl_test_fresh_key();
+        ssize_t w = write(fd[1], v, sizeof v);
+        _exit(w == (ssize_t)sizeof v ? 0 : 1);
+    }
+    close(fd[1]);
+    ssize_t r = read(fd[0], k, 3 * sizeof *k);
+    close(fd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    cr_assert(r == (ssize_t)(3 * sizeof *k) && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+Test(fresh, replayed_under_the_grader)
+{
+    uint64_t a[3], b[3], c[3];
+    fresh_keys("seed-one", 1, a);
+    fresh_keys("seed-one", 1, b);
+    fresh_keys("seed-two", 1, c);
+    for (int i = 0; i < 3; ++i) {
+        cr_expect(a[i] == b[i], "key %d differs between two processes with one seed: the worked "
+                  "solution's run could not re-judge the student's outputs", i);
+        cr_expect(a[i] != c[i], "key %d does not depend on the seed", i);
+    }
+    cr_expect(a[0] != a[1] && a[1] != a[2] && a[0] != a[2], "keys repeat within a process");
+}
+
+Test(fresh, new_in_every_run_elsewhere)
+{
+    uint64_t a[3], b[3];
+    fresh_keys("seed-one", 0, a);
+    fresh_keys("seed-one", 0, b);
+    cr_expect(a[0] != b[0] && a[1] != b[1], "outside the grader two runs drew the same keys");
+    cr_expect(a[0] != a[1] && a[1] != a[2], "keys repeat within a process");
 }
