@@ -215,23 +215,12 @@ void score_lesson(const grader *g, lesson_result *lr, const strlist *suites,
 {
     const rubric_lesson *rl = lr->rl;
     lr->state = L_GRADED;
+    /* the correctness checks first: the sanitizer's points are their share */
+    double earned = 0.0, possible = 0.0;
     for (int i = 0; i < rl->n; ++i) {
         const rubric_check *k = &rl->checks[i];
         check_result *cr = &lr->checks[i];
-        if (k->kind == KIND_SANITIZER) {
-            if (k->points <= 0) {
-                cr->status = ST_NOT_RUN;
-                cr->output = xstrdup("not run: worth 0 points in the rubric (give it points to "
-                                     "run compute-sanitizer)");
-                continue;
-            }
-            cr->status = san->status;
-            cr->score = san->status == ST_PASSED ? k->points : 0.0;
-            cr->output = scrub(g, san->output);
-            if (cr->status == ST_NOT_RUN && strstr(cr->output, "no CUDA device")) lr->not_run_no_gpu++;
-            lr->score += cr->score;
-            continue;
-        }
+        if (k->kind == KIND_SANITIZER) continue;
         int r = -1;
         for (int j = 0; j < suites->n; ++j)
             if (strcmp(suites->v[j], k->suite) == 0) r = j;
@@ -240,11 +229,48 @@ void score_lesson(const grader *g, lesson_result *lr, const strlist *suites,
             cr->output = xstrdup("not run: the rubric names no suite for it");
             continue;
         }
-        if (k->kind == KIND_SPEED) score_speed(g, lr->li, k, &runs[r], cr);
-        else score_cases(g, k, &runs[r], cr);
+        if (k->kind == KIND_SPEED) {
+            score_speed(g, lr->li, k, &runs[r], cr);
+        } else {
+            score_cases(g, k, &runs[r], cr);
+            earned += cr->score;
+            possible += k->points;
+        }
         char *clean = scrub(g, cr->output);
         free(cr->output);
         cr->output = clean;
+        if (cr->status == ST_NOT_RUN && strstr(cr->output, "no CUDA device")) lr->not_run_no_gpu++;
+        lr->score += cr->score;
+    }
+    /* A kernel that computes nothing is clean under every tool: a clean run
+     * earns the sanitizer's points in the share of the correctness points
+     * the lesson earned (all of them for a correct kernel, none for the
+     * untouched skeleton). */
+    double share = possible > 0.0 ? earned / possible : 1.0;
+    for (int i = 0; i < rl->n; ++i) {
+        const rubric_check *k = &rl->checks[i];
+        check_result *cr = &lr->checks[i];
+        if (k->kind != KIND_SANITIZER) continue;
+        if (k->points <= 0) {
+            cr->status = ST_NOT_RUN;
+            cr->output = xstrdup("not run: worth 0 points in the rubric (give it points to "
+                                 "run compute-sanitizer)");
+            continue;
+        }
+        cr->status = san->status;
+        char *clean = scrub(g, san->output);
+        if (san->status == ST_PASSED && share < 1.0) {
+            cr->score = k->points * share;
+            cr->status = cr->score > 0.0 ? ST_PARTIAL : ST_FAILED;
+            cr->output = xasprintf("clean, but a clean run earns these points only in the share "
+                                   "of the correctness points this lesson earned (%.2f of %.2f): "
+                                   "a kernel that does not do the work is clean too\n%s",
+                                   earned, possible, clean);
+            free(clean);
+        } else {
+            cr->score = san->status == ST_PASSED ? k->points : 0.0;
+            cr->output = clean;
+        }
         if (cr->status == ST_NOT_RUN && strstr(cr->output, "no CUDA device")) lr->not_run_no_gpu++;
         lr->score += cr->score;
     }
