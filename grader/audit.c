@@ -104,6 +104,7 @@ typedef struct {
     int student_n, baseline_n, rows;
     char *clash;   /* a student kernel named like a baseline one */
     strlist seen;  /* the first kernels' names, for a message */
+    char *wrong;   /* the audited run's own check found a wrong output */
 } audit_sum;
 
 /* Sum ncu's CSV (--page raw) by whose kernel each row is. */
@@ -168,6 +169,20 @@ static int audit_test(grader *g, submission *s, const char *binary, const char *
     run_step(g, STEP_TEST, NULL, scratch, argv, env, &o, &r);
     char *text = read_file(csv, 64u << 20, NULL, NULL);
     if (text) sum_csv(text, mine, harness, base, a);
+    /* The audited run draws its inputs and the positions it checks from the
+     * clock (it has no evidence file: tests/fl_test.c, fl_test_fresh_key),
+     * so no earlier run predicts them: its own checks of every output must
+     * pass here too. Its speed thresholds are not judged (ncu slows it). */
+    static const char *const wrong[] = {"wrong during the timed runs", "wrong after the timed runs"};
+    for (size_t w = 0; w < sizeof wrong / sizeof wrong[0] && a->wrong == NULL; ++w) {
+        const char *hit = strstr(r.output, wrong[w]);
+        if (hit == NULL) continue;
+        const char *start = hit;
+        while (start > r.output && start[-1] != '\n') --start;
+        const char *end = strchr(hit, '\n');
+        size_t len = end ? (size_t)(end - start) : strlen(start);
+        a->wrong = xstrndup(start, len > 400 ? 400 : len);
+    }
     if (a->rows == 0) {
         char *t = trim_middle(r.output, 300, 300);
         *why = !r.started ? xstrdup("ncu (Nsight Compute) is not installed")
@@ -220,7 +235,12 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
                 continue;
             }
             double measured = a.student_ns > 0 ? a.baseline_ns / a.student_ns : 0.0;
-            if (a.clash)
+            if (a.wrong)
+                sbuf_addf(&why, "%s::%s: run again under Nsight Compute, with inputs and checked "
+                          "positions that no earlier run could predict, the speed check found a "
+                          "wrong output (an answer must not depend on knowing what comes next): "
+                          "%s\n", claim->suite, claim->test, a.wrong);
+            else if (a.clash)
                 sbuf_addf(&why, "%s::%s: a kernel of your file has the name of a baseline kernel "
                           "(%s): rename it, so that the grader can tell your kernels from the "
                           "baseline's\n", claim->suite, claim->test, a.clash);
@@ -243,6 +263,7 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
                              "%.2fx (Nsight Compute): consistent", claim->suite, claim->test,
                              claim->speedup, measured);
             free(a.clash);
+            free(a.wrong);
             strlist_free(&a.seen);
         }
     }

@@ -131,7 +131,11 @@ void fl_test_rotor_free(fl_rotor *r);
  * earlier calls what the next inputs will be; outside the grader the clock
  * and the process id go in too. Under the grader (FUSIONLAB_EVIDENCE set)
  * they stay out: the worked solution's run must draw the same keys, in the
- * same order, to re-judge the student's outputs (grader/verify.c). */
+ * same order, to re-judge the student's outputs (grader/verify.c). A kernel
+ * that found the seed in its process could then foresee them; the grader's
+ * speed audit runs each passing speed check again without an evidence file,
+ * with clock-drawn keys, and a wrong output there scores the lesson 0
+ * (grader/audit.c). */
 uint64_t fl_test_fresh_key(void);
 
 /* k row indices in [0, rows) for checking a sample of an output: idx[0] = 0
