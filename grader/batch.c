@@ -271,11 +271,10 @@ int batch_write_file(const char *out, const char *name, const char *data, size_t
 
 /* ---- a batch that could not start -------------------------------------------------------- */
 
-void batch_not_graded(const char *out, const strlist *paths, const char *why)
+void batch_placeholders(const char *out, const strlist *paths, const char *text)
 {
-    if (mkdir_p(out) != 0 || batch_begin(out, NULL) != 0) return;
     submission *ids = xcalloc((size_t)paths->n, sizeof *ids);
-    char *msg = xasprintf("not graded: the grader could not start: %s", why);
+    char *msg = xstrdup(text);
     utf8_sanitize(msg);
     for (int i = 0; i < paths->n; ++i) {
         ids[i].id = batch_make_id(paths->v[i], ids, i);
@@ -293,11 +292,11 @@ void batch_not_graded(const char *out, const strlist *paths, const char *why)
         cJSON_AddStringToObject(extra, "submission", ids[i].id);
         cJSON_AddStringToObject(extra, "submission_path", given);
         cJSON_AddBoolToObject(extra, "complete", 0);
-        char *text = cJSON_Print(r);
+        char *json = cJSON_Print(r);
         char *path = path_join(dir, "results.json");
-        if (text == NULL || write_file_atomic(path, text, strlen(text)) != 0)
+        if (json == NULL || write_file_atomic(path, json, strlen(json)) != 0)
             fprintf(stderr, "fusionlab_grade: cannot write %s\n", path);
-        cJSON_free(text);
+        cJSON_free(json);
         cJSON_Delete(r);
         free(path);
         free(given);
@@ -305,6 +304,14 @@ void batch_not_graded(const char *out, const strlist *paths, const char *why)
     }
     for (int i = 0; i < paths->n; ++i) free(ids[i].id);
     free(ids);
+    free(msg);
+}
+
+void batch_not_graded(const char *out, const strlist *paths, const char *why)
+{
+    if (mkdir_p(out) != 0 || batch_begin(out, NULL) != 0) return;
+    char *msg = xasprintf("not graded: the grader could not start: %s", why);
+    batch_placeholders(out, paths, msg);
     free(msg);
     batch_end(out, 1);
 }

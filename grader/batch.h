@@ -59,6 +59,11 @@ void batch_leave(const char *out);
 int batch_write_file(const char *out, const char *name, const char *data, size_t len,
                      int complete);
 
+/* Every submission of `paths` gets OUT/submissions/<id>/results.json
+ * saying `text`, score 0, not complete (the caller holds OUT's lock): what
+ * a course tool finds until the submission is graded. */
+void batch_placeholders(const char *out, const strlist *paths, const char *text);
+
 /* The grader could not start (why): still give every submission a
  * results.json that says so, under the batch's lock. */
 void batch_not_graded(const char *out, const strlist *paths, const char *why);

@@ -542,7 +542,7 @@ int main(int argc, char **argv)
         self[len] = '\0';
         shard_launch L = {.self = self, .out = o, .work = work, .sandbox_uid = g.sandbox_uid,
                           .no_sandbox = no_sandbox, .jobs_given = jobs_given,
-                          .passthru = passthru, .n_subs = paths.n};
+                          .passthru = passthru, .paths = &paths, .n_subs = paths.n};
         int rc = gpus_spec ? gpus_main(&L, gpus_spec) : slurm_main(&L, slurm_opts, shards);
         free(o);
         strlist_free(&passthru);
@@ -552,12 +552,19 @@ int main(int argc, char **argv)
     strlist_free(&passthru);
     char *shard_out = shard_n ? shard_dir(out, shard_i) : NULL;
     if (shard_out) {
-        /* a shard's own batch folder (its lock, its marker, its results) */
+        /* a shard's own batch folder (its lock, its marker, its results);
+         * what an earlier run of this shard left must not pass for this
+         * one's until it has written them again (--collect reads them) */
         out = shard_out;
         if (mkdir_p(out) != 0) {
             fprintf(stderr, "fusionlab_grade: cannot create %s\n", out);
             return 2;
         }
+        char *old_plan = path_join(out, "plan.json"), *old_pieces = path_join(out, "pieces");
+        unlink(old_plan);
+        rm_rf(old_pieces);
+        free(old_plan);
+        free(old_pieces);
     }
 
     g.course = abs_path(course);
@@ -613,6 +620,13 @@ int main(int argc, char **argv)
         return config_fail(out, &paths, xstrdup("cannot create the scratch folder"));
     }
     if (batch_begin(g.out, g.work) != 0) return 2;
+    if (!shard_n) {
+        /* a whole batch here: the shards of an earlier sharded one must not
+         * be collected over it */
+        char *old = shard_root(g.out);
+        rm_rf(old);
+        free(old);
+    }
     g.student_root = path_join(g.work, "student");
     g.build = path_join(g.work, "build");
     g.run_dir = path_join(g.work, "run");
@@ -749,7 +763,9 @@ int main(int argc, char **argv)
     }
     write_roster_csv(&g, subs, nsub);
     write_junit_xml(&g, subs, nsub);
-    batch_end(g.out, !proc_interrupted());
+    /* a shard that could not set up (no GPU where one was meant, a build
+     * that failed) is not finished: --collect must not call it complete */
+    batch_end(g.out, !proc_interrupted() && (g.ready || !shard_n));
 
     fprintf(stderr, "\n%-24s %10s %10s  %s\n", "submission", "score", "max", "status");
     for (int i = 0; i < nsub; ++i) {

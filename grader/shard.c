@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -262,13 +263,17 @@ int collect_main(const char *out_arg, int locked)
         char *dst = batch_submission_dir(out, id);
         char *csv = xasprintf("%s/pieces/%s.csv", d, id);
         char *xml = xasprintf("%s/pieces/%s.xml", d, id);
-        if (is_dir(src)) {
+        /* only a finished shard's results move: a running one still writes */
+        int moved = present[i] == 2;
+        if (moved && is_dir(src)) {
             rm_rf(dst);
-            if (rename(src, dst) != 0)
+            if (rename(src, dst) != 0) {
                 fprintf(stderr, "fusionlab_grade: cannot move %s to %s: %s\n", src, dst,
                         strerror(errno));
+                moved = 0;
+            }
         }
-        char *row = is_file(csv) ? read_file(csv, 1u << 20, NULL, NULL) : NULL;
+        char *row = moved && is_file(csv) ? read_file(csv, 1u << 20, NULL, NULL) : NULL;
         char *suite = row ? read_file(xml, 256u << 20, NULL, NULL) : NULL;
         if (row && suite && suite_counts(suite, &cnt) == 0) {
             sbuf_add(&roster, row);
@@ -303,11 +308,17 @@ int collect_main(const char *out_arg, int locked)
         int lost = 0;
         for (int m = 0; m < missing.n; ++m) lost += atoi(missing.v[m]) == i;
         if (present[i] == 2 && lost == 0) continue;
-        fprintf(stderr, "   shard %d %s (%d submission%s not graded): grade it again (the Slurm "
-                        "batch's task %d: sbatch --array=%d %s/slurm/job.sh), then collect again\n",
+        char *job = xasprintf("%s/slurm/job.sh", out);
+        char *again = is_file(job) ? xasprintf("sbatch --array=%d %s", i, job)
+                                   : xasprintf("the same ./lab grade command with --shard %d/%d "
+                                               "and --out %s", i, of, out);
+        fprintf(stderr, "   shard %d %s (%d submission%s not graded): grade it again (%s), then "
+                        "collect again\n",
                 i, present[i] == 0 ? "never started" : present[i] == 1 ? "did not finish"
                                                                       : "lost some results",
-                lost, lost == 1 ? "" : "s", i, i, out);
+                lost, lost == 1 ? "" : "s", again);
+        free(again);
+        free(job);
     }
     if (!locked) batch_end(out, complete);
     strlist_free(&missing);
@@ -319,6 +330,22 @@ int collect_main(const char *out_arg, int locked)
 }
 
 /* ---- workers ------------------------------------------------------------------ */
+
+/* 1, said, when OUT holds a Slurm batch that was submitted and never
+ * collected: its tasks may still be writing into OUT/shards. */
+static int slurm_pending(const char *out)
+{
+    char *marker = path_join(out, BATCH_MARKER), *job = path_join(out, "slurm/job.sh");
+    int pending = is_file(marker) && is_file(job);
+    if (pending)
+        fprintf(stderr, "fusionlab_grade: %s holds a Slurm batch that has not been collected "
+                        "(its tasks may still run: squeue --name=fusionlab-grade). Collect it "
+                        "(./lab grade --collect %s), or remove %s/slurm to start over there\n",
+                out, out, out);
+    free(marker);
+    free(job);
+    return pending;
+}
 
 /* The argument vector of worker/task i: the shard options first, then what
  * the instructor gave (the submissions included). */
@@ -364,6 +391,14 @@ static int worker_uids(const shard_launch *L, int n, long *uids)
     for (int i = 0; i < n; ++i) uids[i] = -1;
     if (L->no_sandbox || (n == 1 && L->sandbox_uid < 0)) {
         if (n == 1) uids[0] = L->sandbox_uid;
+        return 0;
+    }
+    if (geteuid() != 0) {
+        /* only root can start a step as another user: every worker's steps
+         * run as this one, and count against one process limit */
+        fprintf(stderr, "== note: not root: the %d workers' sandboxed steps all run as uid %ld "
+                        "(one process limit among them); as root each gets a user of its own\n",
+                n, (long)geteuid());
         return 0;
     }
     long base = L->sandbox_uid >= 0 ? L->sandbox_uid : WORKER_UID_BASE;
@@ -472,13 +507,15 @@ int gpus_main(shard_launch *L, const char *spec)
     }
     int n = gpus.n < L->n_subs ? gpus.n : L->n_subs;
     long *uids = xcalloc((size_t)n, sizeof *uids);
-    if (worker_uids(L, n, uids) != 0 || mkdir_p(L->out) != 0 ||
+    if (worker_uids(L, n, uids) != 0 || mkdir_p(L->out) != 0 || slurm_pending(L->out) ||
         batch_begin(L->out, NULL) != 0) {
         free(uids);
         strlist_free(&gpus);
         strlist_free(&cuda_ids);
         return 2;
     }
+    batch_placeholders(L->out, L->paths, "grading did not finish: the batch is being graded "
+                                         "on several GPUs");
     char *root = shard_root(L->out);
     rm_rf(root);
     mkdir_p(root);
@@ -489,7 +526,7 @@ int gpus_main(shard_launch *L, const char *spec)
     fprintf(stderr, "== grading %d submission%s on %d GPU%s, one worker each:\n", L->n_subs,
             L->n_subs == 1 ? "" : "s", n, n == 1 ? "" : "s");
     pid_t *pids = xcalloc((size_t)n, sizeof *pids);
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < n && !proc_interrupted(); ++i) {
         char *w = xasprintf("%s/gpu-%s", work, gpus.v[i]);
         char **argv = worker_argv(L, i, n, w, uids[i], jobs);
         fprintf(stderr, "   worker %d: GPU %s", i, gpus.v[i]);
@@ -498,9 +535,14 @@ int gpus_main(shard_launch *L, const char *spec)
         if (uids[i] >= 0) fprintf(stderr, ", sandbox uid %ld", uids[i]);
         fprintf(stderr, "\n");
         fflush(stderr);
+        pid_t parent = getpid();
         pid_t pid = fork();
         if (pid == 0) {
+            /* a worker ends with the batch that started it */
+            prctl(PR_SET_PDEATHSIG, SIGTERM);
+            if (getppid() != parent) _exit(130);
             setenv("CUDA_VISIBLE_DEVICES", cuda_ids.v[i], 1);
+            setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
             execv(argv[0], argv);
             fprintf(stderr, "fusionlab_grade: cannot start worker %d (%s): %s\n", i, argv[0],
                     strerror(errno));
@@ -510,8 +552,14 @@ int gpus_main(shard_launch *L, const char *spec)
         argv_free(argv);
         free(w);
     }
-    int failed = 0, left = n, signalled = 0;
+    int failed = 0, left = 0, signalled = 0;
+    for (int i = 0; i < n; ++i) left += pids[i] > 0;
     while (left > 0) {
+        if (proc_interrupted() && !signalled) {
+            for (int i = 0; i < n; ++i)
+                if (pids[i] > 0) kill(pids[i], SIGTERM);
+            signalled = 1;
+        }
         int status = 0;
         pid_t pid = waitpid(-1, &status, 0);
         if (pid < 0) {
@@ -576,10 +624,12 @@ int slurm_main(shard_launch *L, const char *sbatch_opts, int shards)
         free(uids);
         return 2;
     }
-    if (mkdir_p(L->out) != 0 || batch_begin(L->out, NULL) != 0) {
+    if (mkdir_p(L->out) != 0 || slurm_pending(L->out) || batch_begin(L->out, NULL) != 0) {
         free(uids);
         return 2;
     }
+    batch_placeholders(L->out, L->paths, "grading did not finish: the batch was submitted to "
+                                         "Slurm and has not been collected");
     char *root = shard_root(L->out);
     rm_rf(root);
     mkdir_p(root);
@@ -593,8 +643,20 @@ int slurm_main(shard_launch *L, const char *sbatch_opts, int shards)
     sbuf job = {0};
     sbuf_addf(&job, "#!/bin/sh\n# fusion-lab grade: Slurm array task i grades shard i of %d "
                     "(written by ./lab grade --slurm;\n# collect with ./lab grade --collect "
-                    "OUT once every task has ended)\nset -eu\n",
+                    "OUT once every task has ended)\n",
               n);
+    /* the instructor's sbatch options, so that a task run again with
+     * `sbatch --array=i job.sh` gets the same partition, GPU and limits */
+    sbuf_addf(&job, "#SBATCH --job-name=fusionlab-grade\n#SBATCH --output=%s/shard-%%a.log\n",
+              sdir);
+    {
+        char *o = xstrdup(sbatch_opts), *sv = NULL;
+        for (char *t = strtok_r(o, " \t\n", &sv); t; t = strtok_r(NULL, " \t\n", &sv))
+            if (strcmp(t, "--wait") != 0 && strcmp(t, "-W") != 0)
+                sbuf_addf(&job, "#SBATCH %s\n", t);
+        free(o);
+    }
+    sbuf_add(&job, "set -eu\n");
     sbuf_add(&job, "i=${SLURM_ARRAY_TASK_ID:?submit this with sbatch --array=0-");
     sbuf_addf(&job, "%d}\ncd ", n - 1);
     sh_quote(&job, cwd);
@@ -663,6 +725,11 @@ int slurm_main(shard_launch *L, const char *sbatch_opts, int shards)
         fprintf(stderr, "fusionlab_grade: sbatch failed (%s); nothing was submitted\n",
                 r.started ? "see above" : "is Slurm's client installed? Debian: slurm-client");
         code = 2;
+    } else if (wait && (r.interrupted || proc_interrupted())) {
+        fprintf(stderr, "== stopped while waiting for the job array: its tasks may still run "
+                        "(squeue --name=fusionlab-grade); collect when they have ended:\n   "
+                        "./lab grade --collect %s\n", L->out);
+        code = 130;
     } else if (wait) {
         fprintf(stderr, "== the job array has ended%s; collecting\n",
                 rc == 0 ? "" : " (sbatch --wait reports a task that failed)");

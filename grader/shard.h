@@ -50,6 +50,7 @@ typedef struct {
     int no_sandbox;
     int jobs_given;        /* --jobs was given (else each worker gets CPUs / workers) */
     strlist passthru;      /* every other argument, submissions included */
+    const strlist *paths;  /* the submissions, in order */
     int n_subs;
 } shard_launch;
 

@@ -217,6 +217,7 @@ void score_lesson(const grader *g, lesson_result *lr, const strlist *suites,
     lr->state = L_GRADED;
     /* the correctness checks first: the sanitizer's points are their share */
     double earned = 0.0, possible = 0.0;
+    int correctness = 0; /* checks of cases in the rubric */
     for (int i = 0; i < rl->n; ++i) {
         const rubric_check *k = &rl->checks[i];
         check_result *cr = &lr->checks[i];
@@ -233,8 +234,13 @@ void score_lesson(const grader *g, lesson_result *lr, const strlist *suites,
             score_speed(g, lr->li, k, &runs[r], cr);
         } else {
             score_cases(g, k, &runs[r], cr);
-            earned += cr->score;
-            possible += k->points;
+            ++correctness;
+            /* a check that could not run here (a case too large for this
+             * GPU) weighs nothing either way */
+            if (cr->status != ST_NOT_RUN) {
+                earned += cr->score;
+                possible += k->points;
+            }
         }
         char *clean = scrub(g, cr->output);
         free(cr->output);
@@ -246,7 +252,7 @@ void score_lesson(const grader *g, lesson_result *lr, const strlist *suites,
      * earns the sanitizer's points in the share of the correctness points
      * the lesson earned (all of them for a correct kernel, none for the
      * untouched skeleton). */
-    double share = possible > 0.0 ? earned / possible : 1.0;
+    double share = possible > 0.0 ? earned / possible : correctness ? 0.0 : 1.0;
     for (int i = 0; i < rl->n; ++i) {
         const rubric_check *k = &rl->checks[i];
         check_result *cr = &lr->checks[i];
