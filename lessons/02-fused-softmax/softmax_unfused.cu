@@ -6,12 +6,13 @@
 // read back (x is (rows, cols), N = rows * cols floats):
 //
 //     row_max = rowmax(x)        reads N,           writes rows
-//     shifted = x - row_max      reads N,           writes N
+//     shifted = x - row_max      reads N + rows,    writes N
 //     e       = exp(shifted)     reads N,           writes N
 //     row_sum = rowsum(e)        reads N,           writes rows
-//     y       = e / row_sum      reads N,           writes N
+//     y       = e / row_sum      reads N + rows,    writes N
 //                                --------------------------------
-//                                reads 5N, writes 3N = 32N bytes (fused: 8N)
+//                                reads 5N + 2 rows, writes 3N + 2 rows floats
+//                                (32N bytes + 16 per row; fused: 8N)
 //
 // This is not a straw man: the two row reductions read with 16-byte loads and
 // combine with warp shuffles and a block reduction; the three elementwise
