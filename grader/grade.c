@@ -621,11 +621,13 @@ int main(int argc, char **argv)
     }
     if (batch_begin(g.out, g.work) != 0) return 2;
     if (!shard_n) {
-        /* a whole batch here: the shards of an earlier sharded one must not
-         * be collected over it */
-        char *old = shard_root(g.out);
+        /* a whole batch here: the shards (and Slurm job) of an earlier
+         * sharded one must not be collected over it */
+        char *old = shard_root(g.out), *job = path_join(g.out, "slurm");
         rm_rf(old);
+        rm_rf(job);
         free(old);
+        free(job);
     }
     g.student_root = path_join(g.work, "student");
     g.build = path_join(g.work, "build");

@@ -189,7 +189,6 @@ int collect_main(const char *out_arg, int locked)
         free(out);
         return 2;
     }
-    char *root = shard_root(out);
     char *why = NULL;
     plan first;
     char *p0dir = shard_dir(out, 0);
@@ -202,7 +201,6 @@ int collect_main(const char *out_arg, int locked)
                         "batch graded with --gpus or --slurm, and did its first shard start?\n",
                 out_arg, why);
         free(why);
-        free(root);
         free(out);
         return 2;
     }
@@ -225,8 +223,7 @@ int collect_main(const char *out_arg, int locked)
                 free(d);
                 free(present);
                 plan_free(&first);
-                free(root);
-                free(out);
+                        free(out);
                 return 2;
             }
             plan_free(&p);
@@ -245,7 +242,6 @@ int collect_main(const char *out_arg, int locked)
     if (!locked && batch_begin(out, NULL) != 0) {
         free(present);
         plan_free(&first);
-        free(root);
         free(out);
         return 2;
     }
@@ -324,12 +320,29 @@ int collect_main(const char *out_arg, int locked)
     strlist_free(&missing);
     free(present);
     plan_free(&first);
-    free(root);
     free(out);
     return wrc != 0 ? 2 : complete ? 0 : 1;
 }
 
 /* ---- workers ------------------------------------------------------------------ */
+
+static int slurm_pending(const char *out);
+
+/* The start of a batch graded in shards: OUT locked (unless an uncollected
+ * Slurm batch is there), every submission's results.json saying `waiting`
+ * until it is collected, and no shard of an earlier batch left. 0, or -1
+ * (said). */
+static int sharded_begin(const shard_launch *L, const char *waiting)
+{
+    if (mkdir_p(L->out) != 0 || slurm_pending(L->out) || batch_begin(L->out, NULL) != 0)
+        return -1;
+    batch_placeholders(L->out, L->paths, waiting);
+    char *root = shard_root(L->out);
+    rm_rf(root);
+    mkdir_p(root);
+    free(root);
+    return 0;
+}
 
 /* 1, said, when OUT holds a Slurm batch that was submitted and never
  * collected: its tasks may still be writing into OUT/shards. */
@@ -507,18 +520,13 @@ int gpus_main(shard_launch *L, const char *spec)
     }
     int n = gpus.n < L->n_subs ? gpus.n : L->n_subs;
     long *uids = xcalloc((size_t)n, sizeof *uids);
-    if (worker_uids(L, n, uids) != 0 || mkdir_p(L->out) != 0 || slurm_pending(L->out) ||
-        batch_begin(L->out, NULL) != 0) {
+    if (worker_uids(L, n, uids) != 0 ||
+        sharded_begin(L, "grading did not finish: the batch is being graded on several GPUs")) {
         free(uids);
         strlist_free(&gpus);
         strlist_free(&cuda_ids);
         return 2;
     }
-    batch_placeholders(L->out, L->paths, "grading did not finish: the batch is being graded "
-                                         "on several GPUs");
-    char *root = shard_root(L->out);
-    rm_rf(root);
-    mkdir_p(root);
     char *work = L->work ? abs_path_any(L->work) : path_join(L->out, ".work");
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     if (cpus < 1) cpus = 2;
@@ -587,7 +595,6 @@ int gpus_main(shard_launch *L, const char *spec)
     batch_end(L->out, rc == 0);
     free(pids);
     free(work);
-    free(root);
     free(uids);
     strlist_free(&gpus);
     strlist_free(&cuda_ids);
@@ -624,15 +631,11 @@ int slurm_main(shard_launch *L, const char *sbatch_opts, int shards)
         free(uids);
         return 2;
     }
-    if (mkdir_p(L->out) != 0 || slurm_pending(L->out) || batch_begin(L->out, NULL) != 0) {
+    if (sharded_begin(L, "grading did not finish: the batch was submitted to Slurm and has "
+                         "not been collected")) {
         free(uids);
         return 2;
     }
-    batch_placeholders(L->out, L->paths, "grading did not finish: the batch was submitted to "
-                                         "Slurm and has not been collected");
-    char *root = shard_root(L->out);
-    rm_rf(root);
-    mkdir_p(root);
     char *sdir = path_join(L->out, "slurm");
     rm_rf(sdir);
     mkdir_p(sdir);
@@ -688,7 +691,6 @@ int slurm_main(shard_launch *L, const char *sbatch_opts, int shards)
         batch_end(L->out, 0);
         free(script);
         free(sdir);
-        free(root);
         free(uids);
         return 2;
     }
@@ -745,7 +747,6 @@ int slurm_main(shard_launch *L, const char *sbatch_opts, int shards)
     strlist_free(&argv);
     free(script);
     free(sdir);
-    free(root);
     free(uids);
     return code;
 }

@@ -56,7 +56,7 @@ END {
     print ""
     if (bpass + bfail > 0)
         printf "(the course's baseline, which these checks compare your code with, passed %d of its own %d checks; they are not counted below)\n", bpass, bpass + bfail
-    if (total == 0 && nskip > 0) { print "lesson " lesson ": SKIPPED -- no CUDA device on this machine, nothing was graded"; exit 3 }
+    if (total == 0 && nskip > 0) { print "lesson " lesson ": SKIPPED -- no CUDA device on this machine, nothing was graded. Next: run ./lab check " lesson " on a machine with an NVIDIA GPU (./lab doctor there first)"; exit 3 }
     if (total == 0) { print "lesson " lesson ": no check ran -- the test program did not start (see the output above)"; exit 1 }
     if (nfail == 0 && nskip > 0) { printf "lesson %s: NOT FULLY GRADED -- %d checks pass, %d skipped (the SKIP lines above say why)\n", lesson, total, nskip; exit 3 }
     if (nfail == 0) { printf "lesson %s: PASSED -- all %d checks of your code pass\n", lesson, total; exit 0 }
