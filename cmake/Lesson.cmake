@@ -167,6 +167,7 @@ function(lesson_add name)
   endif()
   if(has_solution)
     _lesson_sources("${name}" "${num}" "${L_EXERCISE}")
+    _lesson_open("${name}" "${num}" "${slug}" "${L_EXERCISE}" "${tool_targets}")
   endif()
   if(FUSIONLAB_HAVE_CRITERION AND FUSIONLAB_CORPUS AND has_solution)
     _lesson_corpus(adversarial "${name}" "${num}" "${slug}" "${L_EXERCISE}" "${tool_targets}")
@@ -208,6 +209,58 @@ function(_lesson_sources name num exercise)
   endforeach()
   add_custom_target(skeletons_${num} ${cmds} VERBATIM)
   add_dependencies(skeletons skeletons_${num})
+endfunction()
+
+# The open level of a lesson's exercise files (fl_skeleton --level open: the
+# API and the task, nothing given), untouched, built as a student would build
+# it: lessonNN_open from open/NN-name/ in the build folder, and
+# test_NN_name_open against it. Two ctest entries prove the level is a real
+# exercise: NN-name/open-scan (CPU, label sources) compiles it with the
+# course's flags, links the lesson's test against it and passes it through
+# the grader's object scan; NN-name/open (GPU) runs the test and passes only
+# when every check of the student's code fails (tests/open_level.sh).
+function(_lesson_open name num slug exercise tool_targets)
+  set(course "${PROJECT_SOURCE_DIR}/lessons/${name}")
+  set(solution "${PROJECT_SOURCE_DIR}/solutions/${name}")
+  set(dir "${CMAKE_BINARY_DIR}/open/${name}")
+  set(srcs "")
+  foreach(f IN LISTS exercise)
+    add_custom_command(OUTPUT "${dir}/${f}"
+                       COMMAND ${CMAKE_COMMAND} -E make_directory "${dir}"
+                       COMMAND fl_skeleton --level open "${solution}/${f}" -o "${dir}/${f}"
+                       DEPENDS fl_skeleton "${solution}/${f}" VERBATIM)
+    list(APPEND srcs "${dir}/${f}")
+  endforeach()
+  set(lib "lesson${num}_open")
+  add_library(${lib} STATIC ${srcs})
+  target_include_directories(${lib} PUBLIC "${course}")
+  target_link_libraries(${lib} PUBLIC lesson${num}_baseline fusionlab_common)
+  if(NOT FUSIONLAB_HAVE_CRITERION)
+    return()
+  endif()
+  set(test "test_${num}_${slug}_open")
+  add_executable(${test} "${PROJECT_SOURCE_DIR}/tests/test_${num}_${slug}.c")
+  target_link_libraries(${test} PRIVATE ${lib} fusionlab_testlib)
+  if(tool_targets)
+    add_dependencies(${test} ${tool_targets})
+  endif()
+  file(GLOB headers "${course}/*.h")
+  set(api "")
+  foreach(h IN LISTS headers)
+    list(APPEND api --api "${h}")
+  endforeach()
+  # (the objects come as one ;-separated argument: open_level.sh splits it)
+  add_test(NAME ${name}/open-scan
+           COMMAND sh "${PROJECT_SOURCE_DIR}/tests/open_level.sh" --scan "$<TARGET_OBJECTS:${lib}>"
+                   ${api} --harness $<TARGET_FILE:fusionlab_common>
+                   --harness $<TARGET_FILE:fusionlab_testlib>
+                   --baseline $<TARGET_FILE:lesson${num}_baseline>
+                   --rules "${CMAKE_BINARY_DIR}/scan-rules/lesson${num}.txt")
+  set_tests_properties(${name}/open-scan PROPERTIES LABELS "sources;cpu;lesson${num}")
+  add_test(NAME ${name}/open
+           COMMAND sh "${PROJECT_SOURCE_DIR}/tests/open_level.sh" $<TARGET_FILE:${test}>)
+  set_tests_properties(${name}/open PROPERTIES LABELS "gpu;open;lesson${num}" RUN_SERIAL TRUE
+                       SKIP_RETURN_CODE 77)
 endfunction()
 
 # The worked file `src` as the compiler sees it, written to `dst`: less its
@@ -365,6 +418,9 @@ function(lesson_write_layout)
     string(REPLACE ";" " " pkgs "${FUSIONLAB_MISSING_${what}}")
     list(APPEND head "fl_missing_${w}='${pkgs}'\n")
   endforeach()
+  if(TARGET fl_skeleton)
+    string(APPEND head "fl_skeleton_bin='$<TARGET_FILE:fl_skeleton>'\n")
+  endif()
   if(TARGET fusionlab_grade)
     string(APPEND head "fl_grader_bin='$<TARGET_FILE:fusionlab_grade>'\n")
   endif()

@@ -56,6 +56,32 @@ printf 'int a;\n    // TODO(A1): set a\n\nstatic int h(void) { return 2; }\n// s
 printf 'int a;\n    // TODO: everything\n// skeleton only\nint end;' | expect open
 "$gen" ok.c | cmp -s - want.guided || fail "the default level is not guided"
 
+# a span the open level leaves out: shared lines and whole regions inside it
+# show at the other levels, and a region after it is back in every level
+cat >span.c <<'EOF'
+#include "api.h"
+//@[
+static int helper(void) { return 1; }
+//@{ K
+int k(void) { return helper(); }
+//@ guided
+//| int k(void) { return 0; } // TODO(K)
+//@}
+//@]
+//@{
+int api(void) { return k(); }
+//@ open
+//| int api(void) { return -1; } // TODO: all of it
+//@}
+EOF
+for lv in solution guided open; do "$gen" --level $lv span.c >"span.$lv" 2>err.txt || fail "span --level $lv: $(cat err.txt)"; done
+printf '#include "api.h"\nstatic int helper(void) { return 1; }\nint k(void) { return helper(); }\nint api(void) { return k(); }\n' |
+    cmp -s - span.solution || fail "span, solution level: $(cat span.solution)"
+printf '#include "api.h"\nstatic int helper(void) { return 1; }\nint k(void) { return 0; } // TODO(K)\nint api(void) { return k(); }\n' |
+    cmp -s - span.guided || fail "span, guided level: $(cat span.guided)"
+printf '#include "api.h"\nint api(void) { return -1; } // TODO: all of it\n' |
+    cmp -s - span.open || fail "span, open level: $(cat span.open)"
+
 # ---- malformed markers: exit 2 and FILE:LINE: error: ... ---------------------
 bad() { # NAME LINE MESSAGE-PART CONTENT
     printf '%s' "$4" >"$1.c"
@@ -120,6 +146,36 @@ bad indented 2 "must start in column 1" 'int a;
     //@{
 '
 bad unknown 1 "unknown marker '//@ solution'" '//@ solution
+'
+bad span_unclosed 2 "span that begins here is not closed" 'a
+//@[
+x
+'
+bad span_nested 3 "spans do not nest" '//@[
+x
+//@[
+//@]
+'
+bad span_stray_end 2 "stray '//@\]'" 'a
+//@]
+'
+bad span_in_region 3 "inside the region of line 1" '//@{
+x
+//@[
+//@}
+'
+bad span_cuts_region 4 "inside region R (line 2)" '//@[
+//@{ R
+x
+//@]
+//@}
+'
+bad open_in_span 4 "would never show" '//@[
+//@{
+x
+//@ open
+//@}
+//@]
 '
 
 # ---- --check ----------------------------------------------------------------

@@ -19,6 +19,11 @@
  *   //| text
  *   //@}               the region ends ("//@} A1" also checks the name)
  *
+ *   //@[               a span begins that the open level leaves out whole:
+ *   ...                shared lines and regions (their open parts would never
+ *   //@]               show, so they may have none); spans do not nest, and a
+ *                      region lies wholly inside a span or wholly outside it
+ *
  * The guided and open parts are optional, in that order; each level falls
  * back on the one before it:
  *
@@ -26,13 +31,15 @@
  *             is the file less its //@ and //| lines
  *   guided    a region's guided part, else its solution lines (the default:
  *             the skeletons committed in lessons/ are this level)
- *   open      a region's open part, else what guided shows: only the API
- *             and the task, no given helpers
+ *   open      a region's open part, else what guided shows, and nothing
+ *             between //@[ and //@]: only the API and the task, no given
+ *             kernels, helpers or launcher bodies
  *
  * so a TODO is solution lines, "//@ guided" and the TODO text; code only the
  * solution has is solution lines and an empty guided part; text only the
  * skeleton has is a region whose "//@ guided" follows its "//@{"; a helper
- * the guided level gives is solution lines and an "//@ open" part.
+ * the guided level gives is solution lines and an "//@ open" part, or lies in
+ * a //@[ ... //@] span with the other code the open level leaves out.
  *
  * Without -o the skeleton goes to standard output; with -o it is written only
  * when it changed (so nothing rebuilds needlessly). --check compares SKELETON
@@ -146,6 +153,8 @@ enum kind {
     K_GUIDED,   /* //@ guided */
     K_OPEN,     /* //@ open */
     K_END,      /* //@} [NAME] */
+    K_SPAN,     /* //@[ : the open level leaves out what follows */
+    K_SPAN_END, /* //@] */
     K_TEXT,     /* //| TEXT, or //| alone */
     K_BAD_TEXT, /* //| followed by something other than a space */
     K_UNKNOWN,  /* //@ followed by anything else */
@@ -170,6 +179,7 @@ static enum kind classify(const struct line *l, struct line *arg)
     if (n >= 3 && memcmp(s, "//@", 3) == 0) {
         const char *p = s + 3, *e = s + n;
         while (e > p && is_blank(e[-1])) --e;
+        if (e - p == 1 && (*p == '[' || *p == ']')) return *p == '[' ? K_SPAN : K_SPAN_END;
         char brace = p < e ? *p : '\0';
         if (brace == '{' || brace == '}') ++p;
         while (p < e && is_blank(*p)) ++p;
@@ -280,6 +290,9 @@ static int generate(const char *path, const struct text *t, enum level lv, struc
     static const char *const text_form = "'//| ' followed by the line, or '//|' alone for an empty line";
     struct region r = {0};
     int in = 0;                     /* inside a region */
+    size_t span = 0;                /* the 1-based line of the //@[ we are in, or 0 */
+    struct out dropped = {0};       /* where the open level's left-out lines go */
+    struct out *into = o;
     enum part part = PART_SOLUTION; /* the part being read, when inside */
     for (size_t i = 0; i < t->count; ++i) {
         struct line arg;
@@ -291,7 +304,19 @@ static int generate(const char *path, const struct text *t, enum level lv, struc
                                      "(//@ and //| lines are never indented)");
         case K_UNKNOWN:
             return fail_at(path, ln, "unknown marker '%.*s' (the markers: '//@{ NAME', '//@ guided', "
-                                     "'//@ open', '//@}')", (int)t->lines[i].len, t->lines[i].s);
+                                     "'//@ open', '//@}', '//@[', '//@]')", (int)t->lines[i].len, t->lines[i].s);
+        case K_SPAN:
+        case K_SPAN_END:
+            if (in)
+                return fail_at(path, ln, "'//@%c' inside %s: a span the open level leaves out holds whole "
+                                         "regions; end the region with '//@}' first",
+                               k == K_SPAN ? '[' : ']', region_label(&r));
+            if (k == K_SPAN && span)
+                return fail_at(path, ln, "'//@[' inside the span of line %zu: spans do not nest", span);
+            if (k == K_SPAN_END && !span) return fail_at(path, ln, "stray '//@]': no span is open (one begins with '//@[')");
+            span = k == K_SPAN ? ln : 0;
+            into = span && lv == LEVEL_OPEN ? &dropped : o;
+            break;
         case K_BEGIN:
             if (in)
                 return fail_at(path, ln, "a region begins inside %s: regions do not nest; "
@@ -314,6 +339,10 @@ static int generate(const char *path, const struct text *t, enum level lv, struc
                 return fail_at(path, ln, "'//@ %s' after '//@ %s' in %s: a region's parts come in "
                                          "the order solution, guided, open, each once",
                                part_names[next], part_names[part], region_label(&r));
+            if (next == PART_OPEN && span)
+                return fail_at(path, ln, "'//@ open' in %s, inside the span of line %zu: the open level "
+                                         "leaves that span out, so this part would never show",
+                               region_label(&r), span);
             part = next;
             r.has[part] = 1;
             r.start[part] = r.end[part] = i + 1;
@@ -324,7 +353,7 @@ static int generate(const char *path, const struct text *t, enum level lv, struc
             if (arg.len > 0 && (arg.len != r.name.len || memcmp(arg.s, r.name.s, arg.len) != 0))
                 return fail_at(path, ln, "'//@} %.*s' ends %s, whose name is '%.*s'", (int)arg.len, arg.s,
                                region_label(&r), (int)r.name.len, r.name.s);
-            emit_region(t, &r, lv, o);
+            emit_region(t, &r, lv, into);
             in = 0;
             break;
         case K_TEXT:
@@ -342,7 +371,7 @@ static int generate(const char *path, const struct text *t, enum level lv, struc
             break;
         case K_SHARED:
             if (!in) {
-                out_line(o, &t->lines[i], t->lines[i].nl, ln);
+                out_line(into, &t->lines[i], t->lines[i].nl, ln);
             } else if (part == PART_SOLUTION) {
                 r.end[part] = i + 1;
             } else {
@@ -353,9 +382,12 @@ static int generate(const char *path, const struct text *t, enum level lv, struc
             break;
         }
     }
+    free(dropped.p);
+    free(dropped.from);
     if (in)
         return fail_at(path, r.at + 1, "%s is not closed: end it with '//@}' after its last line",
                        region_label(&r));
+    if (span) return fail_at(path, span, "the span that begins here is not closed: end it with '//@]'");
     return 0;
 }
 

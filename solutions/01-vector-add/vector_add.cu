@@ -17,6 +17,21 @@
 //| // It compiles and runs as shipped, but the kernels do nothing yet, so
 //| // `./lab check 01` fails. Fill in the TODOs, then run `./lab check 01` again.
 //| // The lesson's README.md explains the why; read it first.
+//@ open
+//| // lessons/01-vector-add/vector_add.cu — YOUR FILE for lesson 01, open level.
+//| //
+//| // Write the two launchers of vector_add.h and the kernels they start:
+//| //   vector_add         c = a + b
+//| //   fused_elementwise  y = (a + b) * s + c in ONE kernel: each input read
+//| //                      once, y written once, no intermediate in memory
+//| // for every n (0, and past 2^31), every s, pointers of any float
+//| // alignment, and only on the `stream` given. vector_add.h is the contract;
+//| // the README says what the checks test and how fast Part B must be.
+//| //
+//| // Nothing else is given: no kernel, no launch shape. Use the course's
+//| // helpers if you like (check.h: CEIL_DIV, FL_ALIGNED16, CUDA_CHECK_LAST;
+//| // device.h: fl_grid_blocks). As shipped it compiles and every check fails.
+//| // `./lab level guided 01` switches to the guided file (yours is kept).
 //@}
 #include "vector_add.h"
 //@{
@@ -25,6 +40,7 @@
 #include <stdint.h>
 //@ guided
 //@}
+//@[
 
 // ============================================================================
 // Part A — kernel
@@ -134,9 +150,33 @@ static const int kBlocksPerSm = 8; // 8 x 256 = 2048 resident threads per SM
 
 //@ guided
 //@}
+//@]
+//@{
+//@ guided
+//@ open
+//|
+//| // ============================================================================
+//| // your kernels (any number, any names)
+//| // ============================================================================
+//|
+//|
+//| // ============================================================================
+//| // the launchers: the API of vector_add.h (keep the signatures)
+//| // ============================================================================
+//|
+//@}
 EXTERN_C cudaError_t vector_add(const float *a, const float *b, float *c,
                                 size_t n, cudaStream_t stream)
 {
+//@{
+//@ guided
+//@ open
+//|     // TODO: c = a + b on `stream`; return cudaSuccess, or the error the
+//|     //       launch reports (CUDA_CHECK_LAST returns it).
+//|     (void)a, (void)b, (void)c, (void)n, (void)stream;
+//|     return cudaErrorNotYetImplemented;
+//@}
+//@[
     if (n == 0) return cudaSuccess;
 //@{
     unsigned int blocks = fl_grid_blocks(n, kThreads, kBlocksPerSm);
@@ -149,12 +189,22 @@ EXTERN_C cudaError_t vector_add(const float *a, const float *b, float *c,
 //|     CUDA_CHECK_LAST(); // reports a bad launch (e.g. too many threads per block)
 //@}
     return cudaSuccess;
+//@]
 }
 
 EXTERN_C cudaError_t fused_elementwise(const float *a, const float *b,
                                        const float *c, float s, float *y,
                                        size_t n, cudaStream_t stream)
 {
+//@{
+//@ guided
+//@ open
+//|     // TODO: y = (a + b) * s + c in one kernel on `stream`; return
+//|     //       cudaSuccess or the launch's error.
+//|     (void)a, (void)b, (void)c, (void)s, (void)y, (void)n, (void)stream;
+//|     return cudaErrorNotYetImplemented;
+//@}
+//@[
     if (n == 0) return cudaSuccess;
 //@{
     if (FL_ALIGNED16(a) && FL_ALIGNED16(b) && FL_ALIGNED16(c) && FL_ALIGNED16(y)) {
@@ -172,4 +222,5 @@ EXTERN_C cudaError_t fused_elementwise(const float *a, const float *b,
 //@}
     CUDA_CHECK_LAST();
     return cudaSuccess;
+//@]
 }

@@ -30,9 +30,29 @@
 //| // `./lab check 02` fails. Fill in the TODOs in order, running
 //| // `./lab check 02` after each part. The lesson's README.md explains the why
 //| // (and has hints, mildest first); read it first.
+//@ open
+//| // lessons/02-fused-softmax/softmax_fused.cu — YOUR FILE for lesson 02, open level.
+//| //
+//| // Write softmax_fused (softmax.h) and the kernels it starts: the row-wise
+//| // softmax y[r, j] = exp(x[r, j] - m_r) / sum_k exp(x[r, k] - m_r), m_r the
+//| // row's max, reading x once and writing y once for rows that fit on chip
+//| // (longer rows may read x a second time, never write anything but y).
+//| // Every shape softmax.h accepts: 1 <= rows <= SOFTMAX_MAX_ROWS and
+//| // 1 <= cols <= SOFTMAX_MAX_COLS (rows of 2^30 floats, more than 2^32
+//| // elements in all); a shape past a limit returns cudaErrorInvalidValue and
+//| // writes nothing; rows == 0 or cols == 0 writes nothing. Stable for any
+//| // inputs (offset, constant, wide-spread and -inf-masked rows), pointers of
+//| // any float alignment, only on the `stream` given, without waiting for it.
+//| // The README says what the checks test and how fast it must be.
+//| //
+//| // Nothing else is given: no kernel, no reduction, no launch shape. Use the
+//| // course's helpers if you like (check.h: CEIL_DIV, FL_ALIGNED16,
+//| // CUDA_CHECK_LAST). As shipped it compiles and every check fails.
+//| // `./lab level guided 02` switches to the guided file (yours is kept).
 //@}
 #include "softmax.h"
 
+//@[
 #include <float.h>
 #include <stdint.h>
 
@@ -445,9 +465,32 @@ static int row_threads(size_t cols)
     return t;
 }
 
+//@]
+//@{
+//@ guided
+//@ open
+//| // ============================================================================
+//| // your kernels (any number, any names)
+//| // ============================================================================
+//|
+//|
+//| // ============================================================================
+//| // the launcher: the API of softmax.h (keep the signature)
+//| // ============================================================================
+//|
+//@}
 EXTERN_C cudaError_t softmax_fused(const float *x, float *y, size_t rows, size_t cols,
                                    cudaStream_t stream)
 {
+//@{
+//@ guided
+//@ open
+//|     // TODO: check the shape, launch your kernel(s) on `stream`, return
+//|     //       cudaSuccess or the launch's error (CUDA_CHECK_LAST returns it).
+//|     (void)x, (void)y, (void)rows, (void)cols, (void)stream;
+//|     return cudaErrorNotYetImplemented;
+//@}
+//@[
     if (rows == 0 || cols == 0) return cudaSuccess;
     if (rows > SOFTMAX_MAX_ROWS || cols > SOFTMAX_MAX_COLS) return cudaErrorInvalidValue;
     // 16-byte loads and stores need every row start aligned: aligned base
@@ -461,4 +504,5 @@ EXTERN_C cudaError_t softmax_fused(const float *x, float *y, size_t rows, size_t
                                                                                  vec);
     CUDA_CHECK_LAST();
     return cudaSuccess;
+//@]
 }

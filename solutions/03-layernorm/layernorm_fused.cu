@@ -25,9 +25,34 @@
 //| // the launchers are written for you; fill in the TODOs, then run
 //| // `./lab check 03` again. The lesson's README.md explains the why: read it
 //| // first.
+//@ open
+//| // lessons/03-layernorm/layernorm_fused.cu — YOUR FILE for lesson 03, open level.
+//| //
+//| // Write the three launchers of layernorm.h and the kernels they start:
+//| //   layernorm_fwd_fused         y, mean and rstd in ONE kernel that reads
+//| //                               each element of x once
+//| //   layernorm_bwd_fused         dx in one pass over dy and x that also sums
+//| //                               dweight and dbias over its rows; the same
+//| //                               bits in two runs (partials in `scratch`,
+//| //                               LAYERNORM_BWD_SCRATCH_FLOATS(cols) floats)
+//| //   layernorm_bwd_fused_atomic  the same without scratch (atomics allowed)
+//| // for rows == 0 (cudaSuccess, nothing written), every row count (more
+//| // rows than a grid's y dimension holds, more than 2^32 elements), every
+//| // 1 <= cols <= LAYERNORM_MAX_COLS (wider rows: cudaErrorInvalidValue,
+//| // nothing written), every eps, rows with a large mean and a small
+//| // spread, pointers of any float alignment, only on the `stream` given.
+//| // layernorm.h is the contract; the README says what the checks test and
+//| // how fast each part must be.
+//| //
+//| // Nothing else is given: no kernel, no row layout, no reduction, no launch
+//| // shape. Use the course's helpers if you like (check.h: CEIL_DIV,
+//| // FL_ALIGNED16, CUDA_CHECK, CUDA_CHECK_LAST; device.h: fl_grid_blocks).
+//| // As shipped it compiles and every check fails.
+//| // `./lab level guided 03` switches to the guided file (yours is kept).
 //@}
 #include "layernorm.h"
 #include "device.h"
+//@[
 
 #include <stdint.h>
 #include <stdio.h>
@@ -454,12 +479,37 @@ static cudaError_t ln_plan(size_t cols, int slots, size_t threads, dim3 *block)
     return cudaSuccess;
 }
 
+//@]
+//@{
+//@ guided
+//@ open
+//|
+//| // ============================================================================
+//| // your kernels (any number, any names)
+//| // ============================================================================
+//|
+//|
+//| // ============================================================================
+//| // the launchers: the API of layernorm.h (keep the signatures)
+//| // ============================================================================
+//|
+//@}
 EXTERN_C cudaError_t layernorm_fwd_fused(const float *x, const float *weight,
                                          const float *bias, float *y,
                                          float *mean, float *rstd, size_t rows,
                                          size_t cols, float eps,
                                          cudaStream_t stream)
 {
+//@{
+//@ guided
+//@ open
+//|     // TODO: check the shape, launch your forward kernel on `stream`, return
+//|     //       cudaSuccess or the launch's error (CUDA_CHECK_LAST returns it).
+//|     (void)x, (void)weight, (void)bias, (void)y, (void)mean, (void)rstd;
+//|     (void)rows, (void)cols, (void)eps, (void)stream;
+//|     return cudaErrorNotYetImplemented;
+//@}
+//@[
     if (rows == 0) return cudaSuccess;
     dim3 block;
     CUDA_CHECK(ln_plan(cols, FWD_SLOTS, 256, &block));
@@ -470,7 +520,9 @@ EXTERN_C cudaError_t layernorm_fwd_fused(const float *x, const float *weight,
                                                                  rows, (int)cols, eps, vec4);
     CUDA_CHECK_LAST();
     return cudaSuccess;
+//@]
 }
+//@[
 
 // The persistent grid of the backward: as many blocks as fit on the GPU at
 // once, but no more than ~1024 threads per SM (enough loads in flight to
@@ -542,6 +594,7 @@ static cudaError_t bwd_launch(const float *dy, const float *x, const float *weig
     *grid_out = (int)grid;
     return cudaSuccess;
 }
+//@]
 
 EXTERN_C cudaError_t layernorm_bwd_fused(const float *dy, const float *x,
                                          const float *weight, const float *mean,
@@ -550,6 +603,16 @@ EXTERN_C cudaError_t layernorm_bwd_fused(const float *dy, const float *x,
                                          float *scratch, size_t rows,
                                          size_t cols, cudaStream_t stream)
 {
+//@{
+//@ guided
+//@ open
+//|     // TODO: the backward on `stream`, the same bits every run; `scratch`
+//|     //       is yours to use. Return cudaSuccess or the error.
+//|     (void)dy, (void)x, (void)weight, (void)mean, (void)rstd, (void)dx;
+//|     (void)dweight, (void)dbias, (void)scratch, (void)rows, (void)cols, (void)stream;
+//|     return cudaErrorNotYetImplemented;
+//@}
+//@[
     if (rows == 0) return cudaSuccess;
     // scratch: partial dweight rows, then (LAYERNORM_MAX_PARTIALS rows on)
     // partial dbias rows
@@ -562,6 +625,7 @@ EXTERN_C cudaError_t layernorm_bwd_fused(const float *dy, const float *x,
                                                                    (int)cols, dweight, dbias);
     CUDA_CHECK_LAST();
     return cudaSuccess;
+//@]
 }
 
 EXTERN_C cudaError_t layernorm_bwd_fused_atomic(const float *dy, const float *x,
@@ -572,9 +636,20 @@ EXTERN_C cudaError_t layernorm_bwd_fused_atomic(const float *dy, const float *x,
                                                 size_t rows, size_t cols,
                                                 cudaStream_t stream)
 {
+//@{
+//@ guided
+//@ open
+//|     // TODO: the backward on `stream` without scratch. Return cudaSuccess
+//|     //       or the error.
+//|     (void)dy, (void)x, (void)weight, (void)mean, (void)rstd, (void)dx;
+//|     (void)dweight, (void)dbias, (void)rows, (void)cols, (void)stream;
+//|     return cudaErrorNotYetImplemented;
+//@}
+//@[
     if (rows == 0) return cudaSuccess;
     int parts = 0;
     CUDA_CHECK(bwd_launch(dy, x, weight, mean, rstd, dx, dweight, dbias, rows, cols, 1,
                           &parts, stream));
     return cudaSuccess;
+//@]
 }

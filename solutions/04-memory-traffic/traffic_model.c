@@ -22,6 +22,17 @@
 //|  * `./lab check 04` grades these exactly on the CPU, then against the GPU's
 //|  * own counters. As shipped every function returns 0 bytes.
 //|  */
+//@ open
+//| /* lessons/04-memory-traffic/traffic_model.c — YOUR FILE for lesson 04, part A,
+//|  * open level.
+//|  *
+//|  * Predict the bytes each launcher of lessons 01-03 moves through device
+//|  * memory, reads and writes apart, for every shape: find the kernels each
+//|  * launcher runs in its source and count what each reads and writes by the
+//|  * course's rule (COMMON_PATTERNS.md, "Counting bytes"). `./lab check 04`
+//|  * grades these exactly on the CPU, then against the GPU's own counters.
+//|  * As shipped every function returns 0 bytes.
+//|  */
 //@}
 #include "traffic.h"
 
@@ -50,6 +61,10 @@ traffic_bytes bytes_elementwise_unfused(size_t n)
 //|     (void)n;
 //|     traffic_bytes b = {0.0, 0.0}; /* TODO(A1): three kernels */
 //|     return b;
+//@ open
+//|     (void)n;
+//|     traffic_bytes b = {0.0, 0.0}; /* TODO(A1) */
+//|     return b;
 //@}
 }
 
@@ -65,6 +80,10 @@ traffic_bytes bytes_elementwise_fused(size_t n)
 //@ guided
 //|     (void)n;
 //|     traffic_bytes b = {0.0, 0.0}; /* TODO(A2): one kernel */
+//|     return b;
+//@ open
+//|     (void)n;
+//|     traffic_bytes b = {0.0, 0.0}; /* TODO(A2) */
 //|     return b;
 //@}
 }
@@ -89,6 +108,10 @@ traffic_bytes bytes_softmax_unfused(size_t rows, size_t cols)
 //|     (void)rows; (void)cols;
 //|     traffic_bytes b = {0.0, 0.0}; /* TODO(A3): five kernels */
 //|     return b;
+//@ open
+//|     (void)rows; (void)cols;
+//|     traffic_bytes b = {0.0, 0.0}; /* TODO(A3) */
+//|     return b;
 //@}
 }
 
@@ -107,6 +130,10 @@ traffic_bytes bytes_softmax_fused(size_t rows, size_t cols)
 //@ guided
 //|     (void)rows; (void)cols;
 //|     traffic_bytes b = {0.0, 0.0}; /* TODO(A4): one kernel; mind long rows */
+//|     return b;
+//@ open
+//|     (void)rows; (void)cols;
+//|     traffic_bytes b = {0.0, 0.0}; /* TODO(A4) */
 //|     return b;
 //@}
 }
@@ -134,6 +161,10 @@ traffic_bytes bytes_layernorm_fwd_unfused(size_t rows, size_t cols)
 //|     (void)rows; (void)cols;
 //|     traffic_bytes b = {0.0, 0.0}; /* TODO(A5): eight kernels */
 //|     return b;
+//@ open
+//|     (void)rows; (void)cols;
+//|     traffic_bytes b = {0.0, 0.0}; /* TODO(A5) */
+//|     return b;
 //@}
 }
 
@@ -149,6 +180,10 @@ traffic_bytes bytes_layernorm_fwd_fused(size_t rows, size_t cols)
 //@ guided
 //|     (void)rows; (void)cols;
 //|     traffic_bytes b = {0.0, 0.0}; /* TODO(A6): one kernel, three outputs */
+//|     return b;
+//@ open
+//|     (void)rows; (void)cols;
+//|     traffic_bytes b = {0.0, 0.0}; /* TODO(A6) */
 //|     return b;
 //@}
 }
@@ -174,6 +209,10 @@ traffic_bytes bytes_layernorm_bwd_unfused(size_t rows, size_t cols)
 //|     (void)rows; (void)cols;
 //|     traffic_bytes b = {0.0, 0.0}; /* TODO(A7): thirteen operations */
 //|     return b;
+//@ open
+//|     (void)rows; (void)cols;
+//|     traffic_bytes b = {0.0, 0.0}; /* TODO(A7) */
+//|     return b;
 //@}
 }
 
@@ -190,6 +229,10 @@ traffic_bytes bytes_layernorm_bwd_fused(size_t rows, size_t cols)
 //@ guided
 //|     (void)rows; (void)cols;
 //|     traffic_bytes b = {0.0, 0.0}; /* TODO(A8): one pass over the rows */
+//|     return b;
+//@ open
+//|     (void)rows; (void)cols;
+//|     traffic_bytes b = {0.0, 0.0}; /* TODO(A8) */
 //|     return b;
 //@}
 }

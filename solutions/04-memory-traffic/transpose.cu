@@ -12,6 +12,17 @@
 //| // reads coalesced but writes with a stride of `rows` floats. Make both sides
 //| // coalesced with a tile in shared memory. It compiles and runs as shipped
 //| // but writes nothing, so `./lab check 04` fails until you finish it.
+//@ open
+//| // lessons/04-memory-traffic/transpose.cu — YOUR FILE for lesson 04, part C,
+//| // open level.
+//| //
+//| // Write transpose_tiled (traffic.h): out (cols, rows) = in (rows, cols)^T,
+//| // with reads and writes both coalesced, for every shape (rows or cols 0:
+//| // nothing written; neither need be a multiple of anything), only on the
+//| // `stream` given. The naive version in experiments.cu reads coalesced but
+//| // writes with a stride of `rows` floats. Nothing else is given: no tile,
+//| // no block shape. As shipped it compiles and every check of it fails.
+//| // `./lab level guided 04` switches to the guided files (yours are kept).
 //@}
 #include "traffic.h"
 
@@ -20,7 +31,9 @@
 //| #define TILE 32
 //| #define ROWS_PER_PASS 8 // the launcher's block is TILE x ROWS_PER_PASS threads
 //|
+//@ open
 //@}
+//@[
 // ============================================================================
 // kernel
 // ============================================================================
@@ -75,13 +88,37 @@ __global__ void transpose_tiled_kernel(const float *in, float *out, size_t rows,
 //@}
 // ============================================================================
 
+//@]
+//@{
+//@ guided
+//@ open
+//| // ============================================================================
+//| // your kernel(s)
+//| // ============================================================================
+//|
+//|
+//| // ============================================================================
+//| // the launcher: the API of traffic.h (keep the signature)
+//| // ============================================================================
+//|
+//@}
 EXTERN_C cudaError_t transpose_tiled(const float *in, float *out, size_t rows, size_t cols,
                                      cudaStream_t stream)
 {
+//@{
+//@ guided
+//@ open
+//|     // TODO: launch your kernel on `stream`; return cudaSuccess or the
+//|     //       launch's error (CUDA_CHECK_LAST returns it).
+//|     (void)in, (void)out, (void)rows, (void)cols, (void)stream;
+//|     return cudaErrorNotYetImplemented;
+//@}
+//@[
     if (rows == 0 || cols == 0) return cudaSuccess;
     dim3 block(TILE, ROWS_PER_PASS);
     dim3 grid((unsigned)CEIL_DIV(cols, (size_t)TILE), (unsigned)CEIL_DIV(rows, (size_t)TILE));
     transpose_tiled_kernel<<<grid, block, 0, stream>>>(in, out, rows, cols);
     CUDA_CHECK_LAST();
     return cudaSuccess;
+//@]
 }

@@ -38,10 +38,32 @@
 //| // `./lab check 05` fails. The tile loading, the synchronisation and the
 //| // launchers are written for you; the math is yours. The lesson's README.md
 //| // explains the why and has hints, mildest first: read it first.
+//@ open
+//| // lessons/05-flash-attention/attention_fused.cu — YOUR FILE for lesson 05, open level.
+//| //
+//| // Write the two launchers of attention.h and the kernels they start:
+//| //   attention_fused_f32  O = softmax(Q Kᵀ · scale) V in ONE kernel, float32:
+//| //                        the (seq, seq) matrix never exists, nothing is
+//| //                        allocated, Q, K and V are read and O written once
+//| //   attention_fused_f16  the same with float16 inputs and output (bonus:
+//| //                        tensor cores), float32 inside
+//| // for head_dim 64 and 128 (anything else, a negative shape or a scale
+//| // that is not positive and finite: cudaErrorInvalidValue, O untouched),
+//| // any seq >= 1 (0: nothing written), up to 65535 heads (more: right, or
+//| // refused), causal or not, any scale, more than 2^32 elements, only on the
+//| // `stream` given, without waiting for it. attention.h is the contract; the
+//| // README says what the checks test and how fast Part A must be.
+//| //
+//| // Nothing else is given: no tile loads, no cp.async or mma wrappers, no
+//| // launch shapes. Use the course's helpers if you like (check.h: CEIL_DIV,
+//| // FL_ALIGNED16, CUDA_CHECK, CUDA_CHECK_LAST). As shipped it compiles and
+//| // every check fails. `./lab level guided 05` switches to the guided file
+//| // (yours is kept).
 //@}
 #include "attention.h"
 
 #include <cuda_fp16.h>
+//@[
 
 #include <math.h>
 #include <stdint.h>
@@ -961,10 +983,35 @@ static cudaError_t launch_f32(const float *q, const float *k, const float *v, fl
 //| // memory); d = 128: 64 x 32, 128 threads (73 KB). GPUs that allow less
 //| // shared memory per block get half-height tiles.
 //@}
+//@]
+//@{
+//@ guided
+//@ open
+//|
+//| // ============================================================================
+//| // your kernels (any number, any names)
+//| // ============================================================================
+//|
+//|
+//| // ============================================================================
+//| // the launchers: the API of attention.h (keep the signatures)
+//| // ============================================================================
+//|
+//@}
 EXTERN_C cudaError_t attention_fused_f32(const float *q, const float *k, const float *v,
                                          float *o, int batch_heads, int seq, int head_dim,
                                          float scale, int causal, cudaStream_t stream)
 {
+//@{
+//@ guided
+//@ open
+//|     // TODO: check the arguments, launch your float32 kernel on `stream`,
+//|     //       return cudaSuccess or the error (CUDA_CHECK_LAST returns it).
+//|     (void)q, (void)k, (void)v, (void)o, (void)batch_heads, (void)seq;
+//|     (void)head_dim, (void)scale, (void)causal, (void)stream;
+//|     return cudaErrorNotYetImplemented;
+//@}
+//@[
     int empty, optin;
     CUDA_CHECK(check_args("attention_fused_f32", q, k, v, o, batch_heads, seq, head_dim, scale,
                           &empty));
@@ -983,8 +1030,10 @@ EXTERN_C cudaError_t attention_fused_f32(const float *q, const float *k, const f
     return (size_t)optin >= f32_smem_bytes<128, 32, 8>()
                ? launch_f32<128, 32, 8>(q, k, v, o, batch_heads, seq, sl2, causal, stream)
                : launch_f32<128, 32, 4>(q, k, v, o, batch_heads, seq, sl2, causal, stream);
+//@]
 }
 
+//@[
 template <int D, int MT, int BC, int NW>
 static size_t f16_smem_bytes()
 {
@@ -1013,11 +1062,22 @@ static cudaError_t launch_f16(const __half *q, const __half *k, const __half *v,
 //| // memory); d = 128: 128 rows (8 warps x 16) x 64 keys (96 KB), or 64 x 32
 //| // with 4 warps (48 KB) on GPUs that allow less.
 //@}
+//@]
 EXTERN_C cudaError_t attention_fused_f16(const uint16_t *q, const uint16_t *k,
                                          const uint16_t *v, uint16_t *o, int batch_heads,
                                          int seq, int head_dim, float scale, int causal,
                                          cudaStream_t stream)
 {
+//@{
+//@ guided
+//@ open
+//|     // TODO (bonus): the same for float16 (the tensors hold __half bit
+//|     //       patterns: cast to const __half *). Return cudaSuccess or the error.
+//|     (void)q, (void)k, (void)v, (void)o, (void)batch_heads, (void)seq;
+//|     (void)head_dim, (void)scale, (void)causal, (void)stream;
+//|     return cudaErrorNotYetImplemented;
+//@}
+//@[
     int empty, optin;
     CUDA_CHECK(check_args("attention_fused_f16", q, k, v, o, batch_heads, seq, head_dim, scale,
                           &empty));
@@ -1037,4 +1097,5 @@ EXTERN_C cudaError_t attention_fused_f16(const uint16_t *q, const uint16_t *k,
     return (size_t)optin >= f16_smem_bytes<128, 1, 64, 8>()
                ? launch_f16<128, 1, 64, 8>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream)
                : launch_f16<128, 1, 32, 4>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream);
+//@]
 }

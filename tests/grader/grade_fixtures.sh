@@ -10,6 +10,9 @@
 #   good_tgz      the same as .tar.gz, under a top-level lessons/ folder
 #   good_zip      the same as .zip (when `zip` is installed)
 #   skeleton      the untouched lesson files
+#   open          the untouched open level of every lesson file (./lab level
+#                 open; fl_skeleton from the build that wrote MANIFEST, or in
+#                 --assemble mode from ${FUSIONLAB_BUILD_DIR:-COURSE/build})
 #   junk          lesson 01's file is binary data
 #   oversized     lesson 01's file is 2 MiB
 #   traversal_tgz a .tar.gz with a `..` entry, an absolute path and a link
@@ -78,6 +81,20 @@ for f in "$course"/solutions/*/*; do
     cp "$course/lessons/$rel" "$subs/skeleton/$rel"
 done
 
+# the open level: only the API and the task, each launcher a stub
+if [ $assemble = 1 ]; then layout_sh=${FUSIONLAB_BUILD_DIR:-$course/build}/fusionlab_layout.sh
+else layout_sh=$(dirname "$manifest")/fusionlab_layout.sh; fi
+skel=$( [ -f "$layout_sh" ] && . "$layout_sh" && printf '%s' "${fl_skeleton_bin:-}")
+if [ -n "$skel" ] && [ -x "$skel" ]; then
+    for f in "$course"/solutions/*/*; do
+        rel=${f#"$course"/solutions/}
+        mkdir -p "$subs/open/${rel%/*}"
+        "$skel" --level open "$f" >"$subs/open/$rel"
+    done
+else
+    echo "grade_fixtures: no fl_skeleton in the build ($layout_sh): the open fixture is left out" >&2
+fi
+
 mkdir -p "$subs/junk/01-vector-add"
 printf '\177ELF\002\001\001\000\000\000\000\000\000\000\000\000binary junk\000\001\002' \
     >"$subs/junk/01-vector-add/vector_add.cu"
@@ -106,7 +123,7 @@ mkdir -p "$subs/roster.csv/01-vector-add"
     cat "$here/fixtures/compile_error/01-vector-add/vector_add.cu"
 } >"$subs/roster.csv/01-vector-add/vector_add.cu"
 
-for n in good good_tgz.tar.gz good_zip.zip skeleton compile_error link_error scan_flagged missing_lesson \
+for n in good good_tgz.tar.gz good_zip.zip skeleton open compile_error link_error scan_flagged missing_lesson \
     junk oversized traversal_tgz.tar.gz traversal_zip.zip hang_startup crash hang oom roster.csv; do
     [ -e "$subs/$n" ] && set -- "$@" "$subs/$n"
 done

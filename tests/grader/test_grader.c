@@ -56,7 +56,7 @@ TestSuite(fast_paths, .timeout = 10);
 TestSuite(fast_cli, .timeout = 60);
 
 static const char *const kSubs[] = {
-    "good", "good_tgz", "skeleton", "compile_error", "link_error", "scan_flagged",
+    "good", "good_tgz", "skeleton", "open", "compile_error", "link_error", "scan_flagged",
     "missing_lesson", "junk", "oversized", "traversal_tgz", "traversal_zip", "hang_startup",
     "crash", "hang", "oom", "roster.csv",
 };
@@ -176,7 +176,7 @@ Test(results, gradescope_shape_and_sums)
 
 Test(results, no_gpu_means_not_run_not_zero_silently)
 {
-    static const char *const built[] = {"good", "good_tgz", "skeleton", "crash", "hang", "oom"};
+    static const char *const built[] = {"good", "good_tgz", "skeleton", "open", "crash", "hang", "oom"};
     for (size_t i = 0; i < sizeof built / sizeof built[0]; ++i) {
         cJSON *r = results(built[i]);
         cr_assert_str_eq(lesson_state_of(r), "graded", "%s", built[i]);
