@@ -604,38 +604,70 @@ int gpus_main(shard_launch *L, const char *spec)
 
 /* ---- Slurm -------------------------------------------------------------------- */
 
-/* 'text' for sh, single quotes escaped */
-static void sh_quote(sbuf *b, const char *s)
+/* `path` for sbatch's filename patterns (--output): a '%' stands for
+ * itself only doubled */
+static char *slurm_pattern_path(const char *path) { return str_replace_all(path, "%", "%%"); }
+
+/* One #SBATCH line: sbatch reads the rest of the line as a command line of
+ * its own, quotes included, so an option with a blank or a quote in it is
+ * written in double quotes (a " or \ inside escaped) */
+static void sbatch_line(sbuf *b, const char *opt)
 {
-    sbuf_add(b, "'");
-    for (; *s; ++s) {
-        if (*s == '\'') sbuf_add(b, "'\\''");
-        else sbuf_addn(b, s, 1);
+    sbuf_add(b, "#SBATCH ");
+    if (strpbrk(opt, " \t\"'\\") == NULL) {
+        sbuf_add(b, opt);
+    } else {
+        sbuf_add(b, "\"");
+        for (const char *p = opt; *p; ++p) {
+            if (*p == '"' || *p == '\\') sbuf_add(b, "\\");
+            sbuf_addn(b, p, 1);
+        }
+        sbuf_add(b, "\"");
     }
-    sbuf_add(b, "'");
+    sbuf_add(b, "\n");
 }
 
 int slurm_main(shard_launch *L, const char *sbatch_opts, int shards)
 {
+    /* the instructor's sbatch options, split as a shell would (quotes keep
+     * blanks: --comment='class of 2026') */
+    strlist opt_words = {0};
+    char *why = NULL;
+    if (split_words(sbatch_opts, &opt_words, &why) != 0) {
+        fprintf(stderr, "fusionlab_grade: --slurm '%s': %s\n", sbatch_opts, why);
+        free(why);
+        return 2;
+    }
+    for (int j = 0; j < opt_words.n; ++j)
+        if (strchr(opt_words.v[j], '\n')) {
+            fprintf(stderr, "fusionlab_grade: --slurm: option %d holds a newline (a #SBATCH line "
+                            "cannot)\n", j + 1);
+            strlist_free(&opt_words);
+            return 2;
+        }
     int n = shards > 0 ? shards : (L->n_subs + 7) / 8;
     if (n > L->n_subs) n = L->n_subs;
     if (n < 1) n = 1;
     long *uids = xcalloc((size_t)n, sizeof *uids);
+    char cwd[4096];
     if (worker_uids(L, n, uids) != 0) {
         free(uids);
+        strlist_free(&opt_words);
         return 2;
     }
-    char cwd[4096];
     if (getcwd(cwd, sizeof cwd) == NULL) {
         fprintf(stderr, "fusionlab_grade: cannot tell the current folder\n");
         free(uids);
+        strlist_free(&opt_words);
         return 2;
     }
     if (sharded_begin(L, "grading did not finish: the batch was submitted to Slurm and has "
                          "not been collected")) {
         free(uids);
+        strlist_free(&opt_words);
         return 2;
     }
+    char *log_pattern = slurm_pattern_path(L->out);
     char *sdir = path_join(L->out, "slurm");
     rm_rf(sdir);
     mkdir_p(sdir);
@@ -650,27 +682,27 @@ int slurm_main(shard_launch *L, const char *sbatch_opts, int shards)
               n);
     /* the instructor's sbatch options, so that a task run again with
      * `sbatch --array=i job.sh` gets the same partition, GPU and limits */
-    sbuf_addf(&job, "#SBATCH --job-name=fusionlab-grade\n#SBATCH --output=%s/shard-%%a.log\n",
-              sdir);
+    sbuf_add(&job, "#SBATCH --job-name=fusionlab-grade\n");
     {
-        char *o = xstrdup(sbatch_opts), *sv = NULL;
-        for (char *t = strtok_r(o, " \t\n", &sv); t; t = strtok_r(NULL, " \t\n", &sv))
-            if (strcmp(t, "--wait") != 0 && strcmp(t, "-W") != 0)
-                sbuf_addf(&job, "#SBATCH %s\n", t);
+        char *o = xasprintf("--output=%s/slurm/shard-%%a.log", log_pattern);
+        sbatch_line(&job, o);
         free(o);
     }
+    for (int j = 0; j < opt_words.n; ++j)
+        if (strcmp(opt_words.v[j], "--wait") != 0 && strcmp(opt_words.v[j], "-W") != 0)
+            sbatch_line(&job, opt_words.v[j]);
     sbuf_add(&job, "set -eu\n");
     sbuf_add(&job, "i=${SLURM_ARRAY_TASK_ID:?submit this with sbatch --array=0-");
     sbuf_addf(&job, "%d}\ncd ", n - 1);
-    sh_quote(&job, cwd);
+    sbuf_add_sh_quoted(&job, cwd);
     sbuf_add(&job, "\nexec ");
-    sh_quote(&job, L->self);
+    sbuf_add_sh_quoted(&job, L->self);
     sbuf_addf(&job, " --shard \"$i/%d\" --out ", n);
-    sh_quote(&job, L->out);
+    sbuf_add_sh_quoted(&job, L->out);
     if (L->work) {
         char *w = abs_path_any(L->work);
         sbuf_add(&job, " --work ");
-        sh_quote(&job, w ? w : L->work);
+        sbuf_add_sh_quoted(&job, w ? w : L->work);
         sbuf_add(&job, "\"/shard-$i\"");
         free(w);
     }
@@ -679,7 +711,7 @@ int slurm_main(shard_launch *L, const char *sbatch_opts, int shards)
     else if (uids[0] >= 0) sbuf_addf(&job, " --sandbox-uid %ld", uids[0]);
     for (int j = 0; j < L->passthru.n; ++j) {
         sbuf_add(&job, " ");
-        sh_quote(&job, L->passthru.v[j]);
+        sbuf_add_sh_quoted(&job, L->passthru.v[j]);
     }
     sbuf_add(&job, "\n");
     char *script = path_join(sdir, "job.sh");
@@ -692,6 +724,8 @@ int slurm_main(shard_launch *L, const char *sbatch_opts, int shards)
         free(script);
         free(sdir);
         free(uids);
+        free(log_pattern);
+        strlist_free(&opt_words);
         return 2;
     }
 
@@ -699,15 +733,12 @@ int slurm_main(shard_launch *L, const char *sbatch_opts, int shards)
     strlist_add(&argv, "sbatch");
     strlist_addf(&argv, "--array=0-%d", n - 1);
     strlist_add(&argv, "--job-name=fusionlab-grade");
-    strlist_addf(&argv, "--output=%s/shard-%%a.log", sdir);
+    strlist_addf(&argv, "--output=%s/slurm/shard-%%a.log", log_pattern);
     int wait = 0;
-    char *opts = xstrdup(sbatch_opts);
-    char *save = NULL;
-    for (char *t = strtok_r(opts, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save)) {
-        strlist_add(&argv, t);
-        if (strcmp(t, "--wait") == 0 || strcmp(t, "-W") == 0) wait = 1;
+    for (int j = 0; j < opt_words.n; ++j) {
+        strlist_add(&argv, opt_words.v[j]);
+        if (strcmp(opt_words.v[j], "--wait") == 0 || strcmp(opt_words.v[j], "-W") == 0) wait = 1;
     }
-    free(opts);
     strlist_add(&argv, script);
     char **av = xcalloc((size_t)argv.n + 1, sizeof *av);
     for (int j = 0; j < argv.n; ++j) av[j] = argv.v[j];
@@ -748,5 +779,7 @@ int slurm_main(shard_launch *L, const char *sbatch_opts, int shards)
     free(script);
     free(sdir);
     free(uids);
+    free(log_pattern);
+    strlist_free(&opt_words);
     return code;
 }

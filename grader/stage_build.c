@@ -64,11 +64,13 @@ static void clean_student_build(grader *g, const lesson_info *li)
 }
 
 /* "PATH:LINE:COL: error ..." (gcc) or "PATH(LINE): error ..." (nvcc's
- * front end): the path, when `line` is a located diagnostic. */
+ * front end): the path, when `line` is a located diagnostic. An absolute
+ * path may hold blanks (a batch's --out or --work with one in its name). */
 static char *diag_path(const char *line)
 {
     const char *p = line;
-    while (*p && *p != ':' && *p != '(' && *p != ' ') ++p;
+    int absolute = line[0] == '/';
+    while (*p && *p != ':' && *p != '(' && (absolute || *p != ' ')) ++p;
     if (p == line) return NULL;
     if (*p == ':' && p[1] >= '0' && p[1] <= '9') return xstrndup(line, (size_t)(p - line));
     if (*p == '(' && p[1] >= '0' && p[1] <= '9' && strstr(p, "): ")) return xstrndup(line, (size_t)(p - line));
@@ -236,22 +238,26 @@ static char *compile_command(const grader *g, const char *file, char **dir)
 }
 
 /* The command with "-o OBJECT -c" made "-M": the preprocessor lists every
- * file the compile would read, and compiles nothing. */
+ * file the compile would read, and compiles nothing. The command is a shell
+ * command line (CMake quotes a path with a blank in it): split as a shell
+ * would, and every word quoted again. NULL when it cannot be read. */
 static char *deps_command(const char *cmd)
 {
     strlist w = {0};
-    char *copy = xstrdup(cmd);
-    char *save = NULL;
-    for (char *t = strtok_r(copy, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
-        if (strcmp(t, "-o") == 0) {
-            strtok_r(NULL, " ", &save);
-            continue;
-        }
-        strlist_add(&w, strcmp(t, "-c") == 0 ? "-M" : t);
+    char *why = NULL;
+    if (split_words(cmd, &w, &why) != 0) {
+        free(why);
+        return NULL;
     }
     sbuf b = {0};
-    for (int i = 0; i < w.n; ++i) sbuf_addf(&b, "%s%s", i ? " " : "", w.v[i]);
-    free(copy);
+    for (int i = 0; i < w.n; ++i) {
+        if (strcmp(w.v[i], "-o") == 0) {
+            ++i;
+            continue;
+        }
+        if (b.len) sbuf_add(&b, " ");
+        sbuf_add_sh_quoted(&b, strcmp(w.v[i], "-c") == 0 ? "-M" : w.v[i]);
+    }
     strlist_free(&w);
     return sbuf_take(&b);
 }
@@ -322,7 +328,18 @@ static lesson_state include_check(grader *g, const lesson_info *li, char **summa
             continue; /* the build will say what is wrong */
         }
         char *deps = deps_command(cmd);
-        char *shell = xasprintf("cd '%s' && %s", dir, deps);
+        if (deps == NULL) { /* nothing is allowed that could not be listed */
+            sbuf_addf(&bad, "(the compile command of %s could not be read)\n", li->exercise.v[k]);
+            free(cmd);
+            free(dir);
+            free(file);
+            continue;
+        }
+        sbuf cd = {0};
+        sbuf_add(&cd, "cd ");
+        sbuf_add_sh_quoted(&cd, dir);
+        char *shell = xasprintf("%s && %s", sbuf_str(&cd), deps);
+        sbuf_free(&cd);
         char *argv[] = {"sh", "-c", shell, NULL};
         proc_opts o = {.timeout_s = g->build_timeout, .head = 4 << 20, .tail = 1 << 20};
         proc_result r;
@@ -342,10 +359,10 @@ static lesson_state include_check(grader *g, const lesson_info *li, char **summa
             if (colon == NULL) /* nothing is allowed that could not be listed */
                 sbuf_add(&bad, "(the preprocessor's list of included files could not be "
                          "read)\n");
-            char *list = xstrdup(colon ? colon + 1 : "");
-            char *save = NULL;
-            for (char *t = strtok_r(list, " \t\n\\", &save); t;
-                 t = strtok_r(NULL, " \t\n\\", &save)) {
+            strlist names = {0};
+            make_dep_words(colon ? colon + 1 : "", &names);
+            for (int n = 0; n < names.n; ++n) {
+                const char *t = names.v[n];
                 char *abs = t[0] == '/' ? norm_path(t) : NULL;
                 if (abs == NULL) {
                     char *j = path_join(dir, t);
@@ -355,7 +372,7 @@ static lesson_state include_check(grader *g, const lesson_info *li, char **summa
                 if (!include_allowed(g, li, abs)) sbuf_addf(&bad, "%s\n", abs);
                 free(abs);
             }
-            free(list);
+            strlist_free(&names);
         }
         proc_result_free(&r);
         free(shell);

@@ -16,32 +16,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* Split a command line into words (double quotes group, and are removed). */
-static void split_words(const char *s, strlist *out)
-{
-    sbuf w = {0};
-    int in_word = 0, quoted = 0;
-    for (const char *p = s;; ++p) {
-        char c = *p;
-        if (c == '\0' || (!quoted && (c == ' ' || c == '\t' || c == '\n' || c == '\r'))) {
-            if (in_word) strlist_add(out, sbuf_str(&w));
-            w.len = 0;
-            if (w.s) w.s[0] = '\0';
-            in_word = 0;
-            if (c == '\0') break;
-            continue;
-        }
-        if (c == '"') {
-            quoted = !quoted;
-            in_word = 1;
-            continue;
-        }
-        sbuf_addn(&w, &c, 1);
-        in_word = 1;
-    }
-    sbuf_free(&w);
-}
-
 /* nm over `files`; `g` given: in the scan's sandbox (a student's objects
  * are untrusted input even to nm). */
 static void nm_names(grader *g, char *const *files, int n, int dynamic, int strong_only,
@@ -119,14 +93,16 @@ static strset *harness_symbols(grader *g, const lesson_info *li)
     char *text = read_file(link, 1 << 20, NULL, NULL);
     free(link);
     if (text == NULL) return NULL;
+    /* link.txt is a shell command line (util.c's split_words) */
     strlist words = {0}, expanded = {0}, statics = {0}, shared = {0}, ldirs = {0};
-    split_words(text, &words);
+    char *why = NULL;
+    int bad = split_words(text, &words, &why);
     free(text);
-    for (int i = 0; i < words.n; ++i) {
+    for (int i = 0; i < words.n && !bad; ++i) {
         if (words.v[i][0] == '@') { /* a response file */
             char *rsp = path_join(g->build, words.v[i] + 1);
             char *t = read_file(rsp, 1 << 20, NULL, NULL);
-            if (t) split_words(t, &expanded);
+            if (t && split_words(t, &expanded, &why) != 0) bad = 1;
             free(t);
             free(rsp);
         } else {
@@ -176,7 +152,8 @@ static strset *harness_symbols(grader *g, const lesson_info *li)
     nm_names(NULL, statics.v, statics.n, 0, 0, &h->names);
     nm_names(NULL, shared.v, shared.n, 1, 0, &h->names);
     strset_add(&h->names, "main");
-    h->ok = statics.n > 0;
+    h->ok = statics.n > 0 && !bad; /* a link line it cannot read leaves the harness unknown */
+    free(why);
     free(student_lib);
     strlist_free(&words);
     strlist_free(&expanded);

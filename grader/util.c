@@ -209,6 +209,139 @@ char *str_replace_all(const char *s, const char *needle, const char *with)
     return sbuf_take(&b);
 }
 
+int split_words(const char *s, strlist *out, char **why)
+{
+    strlist words = {0};
+    sbuf w = {0};
+    int in_word = 0;
+    *why = NULL;
+    for (const char *p = s; *p; ++p) {
+        char c = *p;
+        if (c == ' ' || c == '\t' || c == '\n') {
+            if (in_word) strlist_add(&words, sbuf_str(&w));
+            sbuf_free(&w);
+            in_word = 0;
+            continue;
+        }
+        in_word = 1;
+        if (c == '\\') {
+            if (p[1] == '\0') {
+                *why = xstrdup("a backslash at the end, escaping nothing");
+                break;
+            }
+            ++p;
+            if (*p != '\n') sbuf_addn(&w, p, 1);
+        } else if (c == '\'') {
+            const char *end = strchr(p + 1, '\'');
+            if (end == NULL) {
+                *why = xasprintf("a ' at column %d is never closed", (int)(p - s) + 1);
+                break;
+            }
+            sbuf_addn(&w, p + 1, (size_t)(end - p - 1)); /* ('' alone: an empty word) */
+            p = end;
+        } else if (c == '"') {
+            const char *q = p + 1;
+            for (; *q && *q != '"'; ++q) {
+                if (*q == '\\' && q[1] && strchr("\\\"$`", q[1])) ++q;
+                else if (*q == '\\' && q[1] == '\n') {
+                    ++q;
+                    continue;
+                }
+                sbuf_addn(&w, q, 1);
+            }
+            if (*q != '"') {
+                *why = xasprintf("a \" at column %d is never closed", (int)(p - s) + 1);
+                break;
+            }
+            p = q;
+        } else {
+            sbuf_addn(&w, p, 1);
+        }
+    }
+    if (*why == NULL && in_word) strlist_add(&words, sbuf_str(&w));
+    sbuf_free(&w);
+    if (*why == NULL)
+        for (int i = 0; i < words.n; ++i) strlist_add(out, words.v[i]);
+    strlist_free(&words);
+    return *why == NULL ? 0 : -1;
+}
+
+void sbuf_add_sh_quoted(sbuf *b, const char *s)
+{
+    sbuf_add(b, "'");
+    for (; *s; ++s) {
+        if (*s == '\'') sbuf_add(b, "'\\''");
+        else sbuf_addn(b, s, 1);
+    }
+    sbuf_add(b, "'");
+}
+
+void make_dep_words(const char *s, strlist *out)
+{
+    sbuf w = {0};
+    int in_word = 0;
+    for (const char *p = s;; ++p) {
+        char c = *p;
+        if (c == '\\' && (p[1] == '\n' || (p[1] == '\r' && p[2] == '\n'))) {
+            p += p[1] == '\r' ? 2 : 1; /* a continued line: a blank */
+            c = ' ';
+        } else if (c == '\\' && (p[1] == ' ' || p[1] == '#' || p[1] == '\\')) {
+            sbuf_addn(&w, ++p, 1);
+            in_word = 1;
+            continue;
+        } else if (c == '$' && p[1] == '$') {
+            sbuf_addn(&w, ++p, 1);
+            in_word = 1;
+            continue;
+        }
+        if (c == '\0' || c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            if (in_word) strlist_add(out, sbuf_str(&w));
+            sbuf_free(&w);
+            in_word = 0;
+            if (c == '\0') break;
+            continue;
+        }
+        sbuf_addn(&w, &c, 1);
+        in_word = 1;
+    }
+    sbuf_free(&w);
+}
+
+int gpu_minor_of(const char *smi, const char *uuid, const char *proc)
+{
+    int minor = -1;
+    char *copy = xstrdup(smi), *save = NULL;
+    for (char *line = strtok_r(copy, "\n", &save); line && minor < 0;
+         line = strtok_r(NULL, "\n", &save)) {
+        char *comma = strchr(line, ',');
+        if (comma == NULL) continue;
+        *comma = '\0';
+        char *bus = comma + 1;
+        while (*bus == ' ') ++bus;
+        bus[strcspn(bus, " \r")] = '\0';
+        if (strcmp(line, uuid) != 0) continue;
+        /* nvidia-smi: 00000000:19:00.0; the driver's folder: 0000:19:00.0 */
+        char *colon = strchr(bus, ':');
+        if (colon && colon - bus == 8 && strncmp(bus, "0000", 4) == 0) bus += 4;
+        for (char *c = bus; *c; ++c)
+            if (*c >= 'A' && *c <= 'F') *c = (char)(*c - 'A' + 'a');
+        if (*bus == '\0' || strchr(bus, '/') || strstr(bus, "..")) break;
+        char *info = xasprintf("%s/driver/nvidia/gpus/%s/information", proc, bus);
+        char *text = read_file(info, 1 << 16, NULL, NULL);
+        const char *m = text ? strstr(text, "Device Minor:") : NULL;
+        if (m) {
+            char *end = NULL;
+            long v = strtol(m + strlen("Device Minor:"), &end, 10);
+            if (end != m + strlen("Device Minor:") && v >= 0 && v < 4096) minor = (int)v;
+        }
+        free(text);
+        free(info);
+        break;
+    }
+    free(copy);
+    return minor;
+}
+
 void utf8_sanitize(char *s)
 {
     unsigned char *p = (unsigned char *)s, *w = p;

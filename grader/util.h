@@ -63,6 +63,33 @@ void strset_free(strset *s);
  * returns a new string. */
 char *str_replace_all(const char *s, const char *needle, const char *with);
 
+/* Split `s` into words as a POSIX shell splits a command line, with no
+ * expansion of any kind: blanks (space, tab, newline) separate words;
+ * '...' keeps everything literally; "..." keeps everything but a backslash
+ * before \, ", $ or `, which stands for that character; a backslash outside
+ * quotes keeps the next character (a backslash-newline is removed). The
+ * words are added to `out`. Returns 0, or -1 with *why set (an unterminated
+ * quote, a backslash at the end) and `out` unchanged. */
+int split_words(const char *s, strlist *out, char **why);
+
+/* `s` as one word of a POSIX shell command line, in single quotes (a '
+ * inside written '\'' ), added to `b`: what split_words gives back whole. */
+void sbuf_add_sh_quoted(sbuf *b, const char *s);
+
+/* Split the dependency list of a make rule ("OBJ: DEP DEP \ DEP", as a
+ * compiler's -M writes it) into file names: blanks separate, a backslash-
+ * newline continues the line, "\ " is a blank and "\#" a '#' within a name,
+ * "$$" a '$'. `s` is the text after the rule's colon. */
+void make_dep_words(const char *s, strlist *out);
+
+/* The minor number of the GPU whose UUID is `uuid` (its device node is
+ * /dev/nvidia<minor>), from `smi`, nvidia-smi's
+ * --query-gpu=uuid,pci.bus_id --format=csv,noheader output, and the
+ * driver's PROC/driver/nvidia/gpus/<bus id>/information ("Device Minor:");
+ * -1 when either does not say. `proc` is "/proc" (a test's own tree in
+ * tests). */
+int gpu_minor_of(const char *smi, const char *uuid, const char *proc);
+
 /* Make `s` valid UTF-8 holding only characters XML 1.0 allows, in place:
  * every byte that is not part of a valid sequence (lone or overlong forms,
  * UTF-16 surrogates, past U+10FFFF) becomes '?', and so do control

@@ -84,7 +84,7 @@ done
 # the open level: only the API and the task, each launcher a stub
 if [ $assemble = 1 ]; then layout_sh=${FUSIONLAB_BUILD_DIR:-$course/build}/fusionlab_layout.sh
 else layout_sh=$(dirname "$manifest")/fusionlab_layout.sh; fi
-skel=$( [ -f "$layout_sh" ] && . "$layout_sh" && printf '%s' "${fl_skeleton_bin:-}")
+skel=$( [ -f "$layout_sh" ] && . "$layout_sh" && printf '%s' "${fl_skeleton_bin:-}") || skel=
 if [ -n "$skel" ] && [ -x "$skel" ]; then
     for f in "$course"/solutions/*/*; do
         rel=${f#"$course"/solutions/}

@@ -8,8 +8,10 @@
 # Starts munged (its own key and socket), slurmctld and slurmd (Debian's
 # slurm-wlm) on this machine, with a slurm.conf under OUT/cluster; grades a
 # few fixture submissions once directly and once with
-#   --slurm '--wait --partition=fl' --shards 3
-# (a job array of three tasks), and compares roster.csv, junit.xml (but for
+#   --slurm "--wait --partition=fl --comment='fusion-lab test: 3 tasks'" --shards 3
+# (a job array of three tasks, into an OUT whose name holds a blank and a
+# '%', which sbatch's file names would otherwise take for a pattern), and
+# compares roster.csv, junit.xml (but for
 # its times) and every results.json (but for times) of the two. Lesson 01
 # only, GPU hidden. Exits 77 (ctest: skipped) with the reason when Slurm is
 # not installed or cannot start here (not root, no munge, ...); every
@@ -120,35 +122,38 @@ echo "== direct run"
 echo "   exit $? ($(tail -1 "$out/direct.log" | cut -c1-100))"
 [ -f "$out/direct/roster.csv" ] || fail "the direct run wrote no roster.csv: $(tail -5 "$out/direct.log")"
 
-echo "== through Slurm: --slurm '--wait --partition=fl' --shards 3"
-"$grader" $opts --out "$out/slurm" --slurm "--wait --partition=fl" --shards 3 "$@" \
-    >"$out/slurm.log" 2>&1
+so="$out/class of 100%"
+echo "== through Slurm: --slurm \"--wait --partition=fl --comment='fusion-lab test: 3 tasks'\" --shards 3"
+"$grader" $opts --out "$so" --slurm "--wait --partition=fl --comment='fusion-lab test: 3 tasks'" \
+    --shards 3 "$@" >"$out/slurm.log" 2>&1
 rc=$?
 sed 's/^/   /' "$out/slurm.log" | grep -E '^   == |shard ' | head -20
-[ $rc = 0 ] || fail "--slurm exited with $rc: $(tail -15 "$out/slurm.log"; tail -5 "$out"/slurm/slurm/shard-*.log 2>/dev/null)"
-n=$(ls "$out"/slurm/slurm/shard-*.log 2>/dev/null | wc -l)
-[ "$n" = 3 ] || fail "$n task logs instead of 3 (was it an array of 3?)"
-grep -q 'shard 1/3' "$out/slurm/slurm/shard-1.log" || fail "task 1 did not grade shard 1: $(tail -5 "$out/slurm/slurm/shard-1.log")"
+[ $rc = 0 ] || fail "--slurm exited with $rc: $(tail -15 "$out/slurm.log"; tail -5 "$so"/slurm/shard-*.log 2>/dev/null)"
+n=$(ls "$so"/slurm/shard-*.log 2>/dev/null | wc -l)
+[ "$n" = 3 ] || fail "$n task logs in $so/slurm instead of 3 (was it an array of 3? the '%' of OUT taken for a pattern?)"
+grep -q 'shard 1/3' "$so/slurm/shard-1.log" || fail "task 1 did not grade shard 1: $(tail -5 "$so/slurm/shard-1.log")"
+grep -qF '#SBATCH "--comment=fusion-lab test: 3 tasks"' "$so/slurm/job.sh" ||
+    fail "job.sh does not carry the quoted option whole: $(grep SBATCH "$so/slurm/job.sh")"
 
 echo "== the collected batch against the direct one"
-cmp "$out/direct/roster.csv" "$out/slurm/roster.csv" ||
-    fail "roster.csv differs: $(diff "$out/direct/roster.csv" "$out/slurm/roster.csv" | head -10)"
+cmp "$out/direct/roster.csv" "$so/roster.csv" ||
+    fail "roster.csv differs: $(diff "$out/direct/roster.csv" "$so/roster.csv" | head -10)"
 untimed() { sed -E 's/ time="[0-9.]+"//' "$1"; }
 untimed "$out/direct/junit.xml" >"$out/a.xml"
-untimed "$out/slurm/junit.xml" >"$out/b.xml"
+untimed "$so/junit.xml" >"$out/b.xml"
 cmp "$out/a.xml" "$out/b.xml" || fail "junit.xml differs beyond its times: $(diff "$out/a.xml" "$out/b.xml" | head -10)"
 # results.json: all but the times (execution_time, build/tests seconds)
 norm() { grep -v '"execution_time"' "$1" | sed -E 's/(build|tests) [0-9.]+ s/\1 T s/g; s/[0-9.]+ s since/T s since/g'; }
 k=0
 for d in "$out"/direct/submissions/*/; do
     id=$(basename "$d")
-    [ -f "$out/slurm/submissions/$id/results.json" ] || fail "no results.json for $id in the collected batch"
+    [ -f "$so/submissions/$id/results.json" ] || fail "no results.json for $id in the collected batch"
     norm "$d/results.json" >"$out/a.json"
-    norm "$out/slurm/submissions/$id/results.json" >"$out/b.json"
+    norm "$so/submissions/$id/results.json" >"$out/b.json"
     cmp -s "$out/a.json" "$out/b.json" || fail "$id's results.json differs: $(diff "$out/a.json" "$out/b.json" | head -8)"
     k=$((k + 1))
 done
 [ $k = 7 ] || fail "$k submissions in the direct batch instead of 7"
-[ ! -e "$out/slurm/BATCH_IN_PROGRESS" ] || fail "the collected batch still says it is in progress"
+[ ! -e "$so/BATCH_IN_PROGRESS" ] || fail "the collected batch still says it is in progress"
 echo "PASS: 7 submissions graded by a Slurm job array of 3 tasks and collected: roster.csv identical, junit.xml and every results.json identical but for times"
-cat "$out/slurm/roster.csv" | sed 's/^/   /'
+cat "$so/roster.csv" | sed 's/^/   /'
