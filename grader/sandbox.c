@@ -63,14 +63,39 @@ static void add_prefix_of(sandbox_cfg *c, const char *program)
     free(copy);
 }
 
+/* The device nodes a GPU step sees: /dev/nvidiactl, -uvm, -uvm-tools,
+ * -modeset, -caps and, of the GPUs' own /dev/nvidiaN, only c->gpu_minor's
+ * when it is known (as a container runtime gives a container its GPUs). */
 static void find_gpu_nodes(sandbox_cfg *c)
 {
+    strlist_free(&c->gpu_nodes);
     glob_t gl;
     if (glob("/dev/nvidia*", 0, NULL, &gl) == 0) {
-        for (size_t i = 0; i < gl.gl_pathc; ++i) strlist_add(&c->gpu_nodes, gl.gl_pathv[i]);
+        for (size_t i = 0; i < gl.gl_pathc; ++i) {
+            const char *n = gl.gl_pathv[i] + strlen("/dev/nvidia");
+            if (c->gpu_minor >= 0 && *n && strspn(n, "0123456789") == strlen(n) &&
+                atoi(n) != c->gpu_minor)
+                continue; /* another GPU's */
+            strlist_add(&c->gpu_nodes, gl.gl_pathv[i]);
+        }
         globfree(&gl);
     }
     if (is_dir("/dev/dri")) strlist_add(&c->gpu_nodes, "/dev/dri");
+}
+
+/* The minor number of the one GPU CUDA_VISIBLE_DEVICES names by UUID (what
+ * --gpus gives each worker), or -1 (no such single UUID, or nvidia-smi or
+ * the driver's /proc entry does not say). */
+static int own_gpu_minor(void)
+{
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    if (vis == NULL || !starts_with(vis, "GPU-") || strchr(vis, ',')) return -1;
+    char *argv[] = {"nvidia-smi", "--query-gpu=uuid,pci.bus_id", "--format=csv,noheader", NULL};
+    proc_opts o = {.timeout_s = 30};
+    proc_result r;
+    int minor = proc_run(argv, &o, &r) == 0 ? gpu_minor_of(r.output, vis, "/proc") : -1;
+    proc_result_free(&r);
+    return minor;
 }
 
 int sandbox_init(sandbox_cfg *c, long uid, char **why)
@@ -84,6 +109,7 @@ int sandbox_init(sandbox_cfg *c, long uid, char **why)
         if (exists(kSystem[i])) strlist_add(&c->system_ro, kSystem[i]);
     static const char *const tools[] = {"nvcc", "cmake", "cc", "nm", "compute-sanitizer", "ncu"};
     for (size_t i = 0; i < sizeof tools / sizeof tools[0]; ++i) add_prefix_of(c, tools[i]);
+    c->gpu_minor = own_gpu_minor();
     find_gpu_nodes(c);
     const char *env = getenv("FUSIONLAB_BWRAP");
     c->bwrap = xstrdup(env && env[0] ? env : "bwrap");
@@ -114,6 +140,27 @@ int sandbox_init(sandbox_cfg *c, long uid, char **why)
     }
     proc_result_free(&r);
     strlist_free(&full);
+    if (c->enabled && c->gpu_minor >= 0) {
+        /* the GPU must still be there with only its own node: nvidia-smi,
+         * in a GPU step's sandbox, lists its UUID; else every node, said */
+        char *smi[] = {"nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader", NULL};
+        sandbox_step gs = {.gpu = 1};
+        strlist g = {0};
+        sandbox_argv(c, &gs, smi, &g);
+        proc_opts go = {.timeout_s = 30, .set_ids = c->drop_ids, .uid = c->uid, .gid = c->gid};
+        proc_result gr;
+        const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+        if (proc_run(g.v, &go, &gr) != 0 || strstr(gr.output, vis) == NULL) {
+            fprintf(stderr, "== note: GPU %s was not visible in a sandbox holding only its own "
+                            "device node (/dev/nvidia%d); the steps see every GPU's node, and "
+                            "CUDA_VISIBLE_DEVICES alone keeps them to this one\n",
+                    vis, c->gpu_minor);
+            c->gpu_minor = -1;
+            find_gpu_nodes(c);
+        }
+        proc_result_free(&gr);
+        strlist_free(&g);
+    }
     return c->enabled ? 0 : -1;
 }
 

@@ -35,7 +35,10 @@ typedef struct {
     uid_t uid;
     gid_t gid;
     strlist system_ro;    /* system folders every step sees, read-only */
-    strlist gpu_nodes;    /* /dev/nvidia* */
+    strlist gpu_nodes;    /* /dev/nvidia*: the control nodes and, when the grader
+                             was given one GPU by UUID (CUDA_VISIBLE_DEVICES, as
+                             --gpus sets it), only that GPU's /dev/nvidiaN */
+    int gpu_minor;        /* that N, or -1: every GPU's node */
 } sandbox_cfg;
 
 /* What a step sees and may do. Lists are NULL-ended; any may be NULL. */

@@ -885,6 +885,92 @@ Test(fast_escape, byte_for_byte)
     }
 }
 
+/* --slurm 'OPTS' is split as a shell splits a command line, without expansion */
+Test(fast_escape, split_words_as_a_shell_would)
+{
+    static const struct {
+        const char *in;
+        int n;
+        const char *want[4];
+    } ok[] = {
+        {"", 0, {0}},
+        {"  \t\n ", 0, {0}},
+        {"--partition=gpu  --gres=gpu:1\t--time=2:00:00", 3, {"--partition=gpu", "--gres=gpu:1", "--time=2:00:00"}},
+        {"--comment='class of 2026' -W", 2, {"--comment=class of 2026", "-W"}},
+        {"--comment=\"a \\\"b\\\" $HOME `x` \\n\"", 1, {"--comment=a \"b\" $HOME `x` \\n"}},
+        {"a\\ b c\\\\d", 2, {"a b", "c\\d"}},
+        {"'' x \"\"", 3, {"", "x", ""}},
+        {"--constraint=[a|b]*", 1, {"--constraint=[a|b]*"}},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; ++i) {
+        strlist l = {0};
+        char *why = NULL;
+        cr_assert_eq(split_words(ok[i].in, &l, &why), 0, "[%s]: %s", ok[i].in, why ? why : "");
+        cr_assert_eq(l.n, ok[i].n, "[%s]: %d words, want %d", ok[i].in, l.n, ok[i].n);
+        for (int k = 0; k < l.n; ++k)
+            cr_expect_str_eq(l.v[k], ok[i].want[k], "[%s] word %d", ok[i].in, k);
+        strlist_free(&l);
+    }
+    static const char *const bad[] = {"--comment='open", "--comment=\"open", "end\\"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        strlist l = {0};
+        strlist_add(&l, "kept");
+        char *why = NULL;
+        cr_assert_eq(split_words(bad[i], &l, &why), -1, "[%s] was accepted", bad[i]);
+        cr_assert(why != NULL && l.n == 1, "[%s]: no reason, or words added", bad[i]);
+        free(why);
+        strlist_free(&l);
+    }
+}
+
+/* the include check reads the compiler's -M rule; a path may hold blanks */
+Test(fast_escape, make_dependency_lists)
+{
+    strlist l = {0};
+    make_dep_words(" /a/x.cu /a/x.h \\\n  /class\\ of\\ 100%/h.h \\\r\n /p$$q/\\#r.h\n", &l);
+    static const char *const want[] = {"/a/x.cu", "/a/x.h", "/class of 100%/h.h", "/p$q/#r.h"};
+    cr_assert_eq(l.n, 4, "%d names", l.n);
+    for (int i = 0; i < 4; ++i) cr_expect_str_eq(l.v[i], want[i], "name %d", i);
+    strlist_free(&l);
+    /* what split_words reads back whole */
+    sbuf b = {0};
+    sbuf_add_sh_quoted(&b, "it's a \"b\" $x");
+    strlist w = {0};
+    char *why = NULL;
+    cr_assert_eq(split_words(sbuf_str(&b), &w, &why), 0);
+    cr_assert(w.n == 1 && strcmp(w.v[0], "it's a \"b\" $x") == 0, "%s", sbuf_str(&b));
+    strlist_free(&w);
+    sbuf_free(&b);
+}
+
+/* --gpus: a worker's sandbox binds only its own GPU's /dev/nvidiaN, found
+ * from nvidia-smi's bus id and the driver's /proc entry */
+Test(fast_paths, gpu_minor_from_the_driver)
+{
+    char root[] = "/tmp/fusionlab-gpuminor.XXXXXX";
+    cr_assert(mkdtemp(root) != NULL);
+    static const char *const dirs[] = {"0000:19:00.0", "0000:3b:00.0"};
+    static const char *const info[] = {
+        "Model: \t NVIDIA H200\nIRQ: 35\nGPU UUID: GPU-aaaa\nDevice Minor: \t 0\n",
+        "Model: \t NVIDIA H200\nDevice Minor: 7\nBus Type: PCIe\n"};
+    for (int i = 0; i < 2; ++i) {
+        char *d = xasprintf("%s/driver/nvidia/gpus/%s", root, dirs[i]);
+        cr_assert_eq(mkdir_p(d), 0);
+        char *f = path_join(d, "information");
+        cr_assert_eq(write_file(f, info[i], strlen(info[i])), 0);
+        free(f);
+        free(d);
+    }
+    const char *smi = "GPU-aaaa, 00000000:19:00.0\nGPU-bbbb, 00000000:3B:00.0\r\nGPU-cccc, 00000000:5d:00.0\n";
+    cr_expect_eq(gpu_minor_of(smi, "GPU-aaaa", root), 0);
+    cr_expect_eq(gpu_minor_of(smi, "GPU-bbbb", root), 7, "upper-case bus id, CRLF");
+    cr_expect_eq(gpu_minor_of(smi, "GPU-cccc", root), -1, "no /proc entry: unknown");
+    cr_expect_eq(gpu_minor_of(smi, "GPU-dddd", root), -1, "not listed: unknown");
+    cr_expect_eq(gpu_minor_of("GPU-eeee, ../../etc\n", "GPU-eeee", root), -1, "a path, not a bus id");
+    cr_expect_eq(gpu_minor_of("", "GPU-aaaa", root), -1);
+    rm_rf(root);
+}
+
 Test(fast_escape, xml_is_well_formed_whatever_goes_in)
 {
     char all[256 * 3 + 1];
