@@ -614,7 +614,7 @@ static char *slurm_pattern_path(const char *path) { return str_replace_all(path,
 static void sbatch_line(sbuf *b, const char *opt)
 {
     sbuf_add(b, "#SBATCH ");
-    if (strpbrk(opt, " \t\"'\\") == NULL) {
+    if (strpbrk(opt, " \t\r\v\f\"'\\#") == NULL) { /* (an unquoted # starts a comment) */
         sbuf_add(b, opt);
     } else {
         sbuf_add(b, "\"");
@@ -636,6 +636,12 @@ int slurm_main(shard_launch *L, const char *sbatch_opts, int shards)
     if (split_words(sbatch_opts, &opt_words, &why) != 0) {
         fprintf(stderr, "fusionlab_grade: --slurm '%s': %s\n", sbatch_opts, why);
         free(why);
+        return 2;
+    }
+    if (strchr(L->out, '\\')) { /* sbatch: a backslash in a file name turns its patterns off */
+        fprintf(stderr, "fusionlab_grade: --slurm: OUT (%s) holds a backslash, which would keep "
+                        "Slurm from naming each task's log: choose another folder\n", L->out);
+        strlist_free(&opt_words);
         return 2;
     }
     for (int j = 0; j < opt_words.n; ++j)

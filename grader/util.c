@@ -223,14 +223,17 @@ int split_words(const char *s, strlist *out, char **why)
             in_word = 0;
             continue;
         }
+        if (c == '\\' && p[1] == '\n') { /* a continued line: nothing */
+            ++p;
+            continue;
+        }
         in_word = 1;
         if (c == '\\') {
             if (p[1] == '\0') {
                 *why = xstrdup("a backslash at the end, escaping nothing");
                 break;
             }
-            ++p;
-            if (*p != '\n') sbuf_addn(&w, p, 1);
+            sbuf_addn(&w, ++p, 1);
         } else if (c == '\'') {
             const char *end = strchr(p + 1, '\'');
             if (end == NULL) {
@@ -285,7 +288,7 @@ void make_dep_words(const char *s, strlist *out)
         if (c == '\\' && (p[1] == '\n' || (p[1] == '\r' && p[2] == '\n'))) {
             p += p[1] == '\r' ? 2 : 1; /* a continued line: a blank */
             c = ' ';
-        } else if (c == '\\' && (p[1] == ' ' || p[1] == '#' || p[1] == '\\')) {
+        } else if (c == '\\' && (p[1] == ' ' || p[1] == '#')) {
             sbuf_addn(&w, ++p, 1);
             in_word = 1;
             continue;

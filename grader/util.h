@@ -79,7 +79,8 @@ void sbuf_add_sh_quoted(sbuf *b, const char *s);
 /* Split the dependency list of a make rule ("OBJ: DEP DEP \ DEP", as a
  * compiler's -M writes it) into file names: blanks separate, a backslash-
  * newline continues the line, "\ " is a blank and "\#" a '#' within a name,
- * "$$" a '$'. `s` is the text after the rule's colon. */
+ * "$$" a '$'; any other backslash is part of the name. `s` is the text
+ * after the rule's colon. */
 void make_dep_words(const char *s, strlist *out);
 
 /* The minor number of the GPU whose UUID is `uuid` (its device node is

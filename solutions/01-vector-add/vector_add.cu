@@ -24,7 +24,7 @@
 //| //   vector_add         c = a + b
 //| //   fused_elementwise  y = (a + b) * s + c in ONE kernel: each input read
 //| //                      once, y written once, no intermediate in memory
-//| // for every n (0, and past 2^31), every s, pointers of any float
+//| // for every n (0, and past 2^32), every s, pointers of any float
 //| // alignment, and only on the `stream` given. vector_add.h is the contract;
 //| // the README says what the checks test and how fast Part B must be.
 //| //

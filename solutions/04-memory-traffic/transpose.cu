@@ -17,11 +17,12 @@
 //| // open level.
 //| //
 //| // Write transpose_tiled (traffic.h): out (cols, rows) = in (rows, cols)^T,
-//| // with reads and writes both coalesced, for every shape (rows or cols 0:
-//| // nothing written; neither need be a multiple of anything), only on the
-//| // `stream` given. The naive version in experiments.cu reads coalesced but
-//| // writes with a stride of `rows` floats. Nothing else is given: no tile,
-//| // no block shape. As shipped it compiles and every check of it fails.
+//| // with reads and writes both coalesced, for every shape (neither side
+//| // need be a multiple of anything; past 2^32 elements), pointers of any
+//| // float alignment, only on the `stream` given. The naive version in
+//| // experiments.cu reads coalesced but writes with a stride of `rows`
+//| // floats. Nothing else is given: no tile, no block shape. As shipped it
+//| // compiles and every check of it fails.
 //| // `./lab level guided 04` switches to the guided files (yours are kept).
 //@}
 #include "traffic.h"

@@ -50,9 +50,10 @@
 //| // for head_dim 64 and 128 (anything else, a negative shape or a scale
 //| // that is not positive and finite: cudaErrorInvalidValue, O untouched),
 //| // any seq >= 1 (0: nothing written), up to 65535 heads (more: right, or
-//| // refused), causal or not, any scale, more than 2^32 elements, only on the
-//| // `stream` given, without waiting for it. attention.h is the contract; the
-//| // README says what the checks test and how fast Part A must be.
+//| // refused), causal or not, any positive scale, more than 2^32 elements,
+//| // only on the `stream` given, without waiting for it. attention.h is the
+//| // contract; the README says what the checks test and how fast Part A must
+//| // be.
 //| //
 //| // Nothing else is given: no tile loads, no cp.async or mma wrappers, no
 //| // launch shapes. Use the course's helpers if you like (check.h: CEIL_DIV,

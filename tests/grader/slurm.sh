@@ -8,7 +8,7 @@
 # Starts munged (its own key and socket), slurmctld and slurmd (Debian's
 # slurm-wlm) on this machine, with a slurm.conf under OUT/cluster; grades a
 # few fixture submissions once directly and once with
-#   --slurm "--wait --partition=fl --comment='fusion-lab test: 3 tasks'" --shards 3
+#   --slurm "--wait --partition=fl --comment='fusion-lab test #2: 3 tasks'" --shards 3
 # (a job array of three tasks, into an OUT whose name holds a blank and a
 # '%', which sbatch's file names would otherwise take for a pattern), and
 # compares roster.csv, junit.xml (but for
@@ -123,8 +123,8 @@ echo "   exit $? ($(tail -1 "$out/direct.log" | cut -c1-100))"
 [ -f "$out/direct/roster.csv" ] || fail "the direct run wrote no roster.csv: $(tail -5 "$out/direct.log")"
 
 so="$out/class of 100%"
-echo "== through Slurm: --slurm \"--wait --partition=fl --comment='fusion-lab test: 3 tasks'\" --shards 3"
-"$grader" $opts --out "$so" --slurm "--wait --partition=fl --comment='fusion-lab test: 3 tasks'" \
+echo "== through Slurm: --slurm \"--wait --partition=fl --comment='fusion-lab test #2: 3 tasks'\" --shards 3"
+"$grader" $opts --out "$so" --slurm "--wait --partition=fl --comment='fusion-lab test #2: 3 tasks'" \
     --shards 3 "$@" >"$out/slurm.log" 2>&1
 rc=$?
 sed 's/^/   /' "$out/slurm.log" | grep -E '^   == |shard ' | head -20
@@ -132,7 +132,7 @@ sed 's/^/   /' "$out/slurm.log" | grep -E '^   == |shard ' | head -20
 n=$(ls "$so"/slurm/shard-*.log 2>/dev/null | wc -l)
 [ "$n" = 3 ] || fail "$n task logs in $so/slurm instead of 3 (was it an array of 3? the '%' of OUT taken for a pattern?)"
 grep -q 'shard 1/3' "$so/slurm/shard-1.log" || fail "task 1 did not grade shard 1: $(tail -5 "$so/slurm/shard-1.log")"
-grep -qF '#SBATCH "--comment=fusion-lab test: 3 tasks"' "$so/slurm/job.sh" ||
+grep -qF '#SBATCH "--comment=fusion-lab test #2: 3 tasks"' "$so/slurm/job.sh" ||
     fail "job.sh does not carry the quoted option whole: $(grep SBATCH "$so/slurm/job.sh")"
 
 echo "== the collected batch against the direct one"

@@ -899,6 +899,7 @@ Test(fast_escape, split_words_as_a_shell_would)
         {"--comment='class of 2026' -W", 2, {"--comment=class of 2026", "-W"}},
         {"--comment=\"a \\\"b\\\" $HOME `x` \\n\"", 1, {"--comment=a \"b\" $HOME `x` \\n"}},
         {"a\\ b c\\\\d", 2, {"a b", "c\\d"}},
+        {"--partition=gpu \\\n --time=1:00", 2, {"--partition=gpu", "--time=1:00"}},
         {"'' x \"\"", 3, {"", "x", ""}},
         {"--constraint=[a|b]*", 1, {"--constraint=[a|b]*"}},
     };
@@ -927,10 +928,11 @@ Test(fast_escape, split_words_as_a_shell_would)
 Test(fast_escape, make_dependency_lists)
 {
     strlist l = {0};
-    make_dep_words(" /a/x.cu /a/x.h \\\n  /class\\ of\\ 100%/h.h \\\r\n /p$$q/\\#r.h\n", &l);
-    static const char *const want[] = {"/a/x.cu", "/a/x.h", "/class of 100%/h.h", "/p$q/#r.h"};
-    cr_assert_eq(l.n, 4, "%d names", l.n);
-    for (int i = 0; i < 4; ++i) cr_expect_str_eq(l.v[i], want[i], "name %d", i);
+    make_dep_words(" /a/x.cu /a/x.h \\\n  /class\\ of\\ 100%/h.h \\\r\n /p$$q/\\#r.h /s\\\\t.h\n", &l);
+    static const char *const want[] = {"/a/x.cu", "/a/x.h", "/class of 100%/h.h", "/p$q/#r.h",
+                                       "/s\\\\t.h"};
+    cr_assert_eq(l.n, 5, "%d names", l.n);
+    for (int i = 0; i < 5; ++i) cr_expect_str_eq(l.v[i], want[i], "name %d", i);
     strlist_free(&l);
     /* what split_words reads back whole */
     sbuf b = {0};
