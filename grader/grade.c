@@ -20,6 +20,7 @@
 
 #include <cJSON.h>
 #include <ctype.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,8 @@ static void usage(FILE *f)
             "  --sandbox-uid N   the user the sandboxed steps run as when the grader is\n"
             "                    root (default 65534, nobody; with several workers, worker i\n"
             "                    runs as N + i, default N 64000)\n"
+            "  --sandbox-uid-unused  refuse a --sandbox-uid that is an account here (what\n"
+            "                    each Slurm task checks on its own node)\n"
             "\n"
             "A class at once:\n"
             "  --gpus LIST|all   one worker per GPU (indices or UUIDs, or every visible\n"
@@ -401,6 +404,7 @@ int main(int argc, char **argv)
     int shard_i = 0, shard_n = 0, shards = 0;
     strlist passthru = {0}; /* what workers and Slurm tasks are given as it is */
     g.sandbox_uid = -1;
+    int uid_unused = 0;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -485,6 +489,11 @@ int main(int argc, char **argv)
                 return 2;
             }
             g.sandbox_uid = uid;
+        } else if (strcmp(a, "--sandbox-uid-unused") == 0) {
+            /* (a Slurm task's computed user, on a node the submitting host
+             * could not look at: refuse to run student code as an account) */
+            uid_unused = 1;
+            keep = 0;
         } else if (strcmp(a, "--jobs") == 0 || strcmp(a, "--suite-timeout") == 0 ||
                    strcmp(a, "--lesson-timeout") == 0 || strcmp(a, "--build-timeout") == 0 ||
                    strcmp(a, "--test-timeout") == 0 || strcmp(a, "--sanitizer-timeout") == 0) {
@@ -523,6 +532,16 @@ int main(int argc, char **argv)
     if (paths.n == 0) {
         usage(stderr);
         return 2;
+    }
+    if (uid_unused && g.sandbox_uid > 0 && geteuid() == 0 && !no_sandbox) {
+        struct passwd *pw = getpwuid((uid_t)g.sandbox_uid);
+        if (pw) {
+            fprintf(stderr, "fusionlab_grade: this task would run student code as uid %ld, which "
+                            "is the account '%s' on this node (%s): grade again with "
+                            "--sandbox-uid N, N + i unused on every node\n",
+                    g.sandbox_uid, pw->pw_name, getenv("SLURMD_NODENAME") ? getenv("SLURMD_NODENAME") : "here");
+            return 2;
+        }
     }
     if ((gpus_spec != NULL) + (slurm_opts != NULL) + (shard_n > 0) > 1 ||
         (gpus_spec && g.no_gpu) || (shards && !slurm_opts)) {

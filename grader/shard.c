@@ -699,7 +699,13 @@ int slurm_main(shard_launch *L, const char *sbatch_opts, int shards)
             sbatch_line(&job, opt_words.v[j]);
     sbuf_add(&job, "set -eu\n");
     sbuf_add(&job, "i=${SLURM_ARRAY_TASK_ID:?submit this with sbatch --array=0-");
-    sbuf_addf(&job, "%d}\ncd ", n - 1);
+    sbuf_addf(&job, "%d}\n", n - 1);
+    /* a computed sandbox user (every task's, but task 0's when it is the
+     * instructor's own --sandbox-uid) must be no account on the node the
+     * task runs on: the submitting host could only look at its own */
+    sbuf_add(&job, "unused=--sandbox-uid-unused\n");
+    if (L->sandbox_uid >= 0) sbuf_add(&job, "[ \"$i\" != 0 ] || unused=\n");
+    sbuf_add(&job, "cd ");
     sbuf_add_sh_quoted(&job, cwd);
     sbuf_add(&job, "\nexec ");
     sbuf_add_sh_quoted(&job, L->self);
@@ -712,8 +718,11 @@ int slurm_main(shard_launch *L, const char *sbatch_opts, int shards)
         sbuf_add(&job, "\"/shard-$i\"");
         free(w);
     }
+    /* a computed user (every task's but the instructor's own --sandbox-uid
+     * for task 0) must be no account on the node the task runs on either */
     if (L->no_sandbox) sbuf_add(&job, " --no-sandbox");
-    else if (uids[0] >= 0 && n > 1) sbuf_addf(&job, " --sandbox-uid \"$((%ld + i))\"", uids[0]);
+    else if (uids[0] >= 0 && n > 1)
+        sbuf_addf(&job, " --sandbox-uid \"$((%ld + i))\" $unused", uids[0]);
     else if (uids[0] >= 0) sbuf_addf(&job, " --sandbox-uid %ld", uids[0]);
     for (int j = 0; j < L->passthru.n; ++j) {
         sbuf_add(&job, " ");

@@ -135,6 +135,13 @@ grep -q 'shard 1/3' "$so/slurm/shard-1.log" || fail "task 1 did not grade shard 
 grep -qF '#SBATCH "--comment=fusion-lab test #2: 3 tasks"' "$so/slurm/job.sh" ||
     fail "job.sh does not carry the quoted option whole: $(grep SBATCH "$so/slurm/job.sh")"
 
+# each task checks, on its own node, that its computed sandbox user is no account there
+grep -q -- '--sandbox-uid-unused' "$so/slurm/job.sh" || fail "job.sh does not have tasks check their sandbox user"
+"$grader" $opts --out "$out/uid" --sandbox-uid 1 --sandbox-uid-unused "$1" >"$out/uid.log" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "is the account" "$out/uid.log" && [ ! -e "$out/uid" ] ||
+    fail "a task whose sandbox user (uid 1) is an account here was not refused (exit $rc): $(tail -3 "$out/uid.log")"
+
 echo "== the collected batch against the direct one"
 cmp "$out/direct/roster.csv" "$so/roster.csv" ||
     fail "roster.csv differs: $(diff "$out/direct/roster.csv" "$so/roster.csv" | head -10)"
