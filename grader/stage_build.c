@@ -94,6 +94,8 @@ static int diag_shown(const grader *g, const lesson_info *li, const char *path)
     return ok;
 }
 
+#define BUILD_SILENT "the build failed without a message about your file\n"
+
 /* The lines of a build log a student may see: the compiler's diagnostics
  * about their own files (with the two lines after each: the source line and
  * the caret) and the linker's errors; nothing located in any other file,
@@ -133,7 +135,7 @@ static char *student_diagnostics(const grader *g, const lesson_info *li, const c
         sbuf_addf(&b, "(%d message%s about files other than yours not shown)\n", hidden,
                   hidden == 1 ? "" : "s");
     if (lines == 0 && !hidden)
-        sbuf_add(&b, "the build failed without a message about your file\n");
+        sbuf_add(&b, BUILD_SILENT);
     return sbuf_take(&b);
 }
 
@@ -418,7 +420,18 @@ lesson_state build_lesson(grader *g, submission *s, lesson_result *lr, const cha
     lr->build_s = br.elapsed_s;
     char *errs = student_diagnostics(g, li, br.output);
     char *logname = xasprintf("%s-build.log", li->number);
-    write_log(g, s, logname, errs);
+    if (brc == 0 && !br.timed_out) {
+        /* built: the log says so, with the warnings about the student's
+         * files if any (student_diagnostics speaks of a failure otherwise) */
+        int quiet = strcmp(errs, BUILD_SILENT) == 0;
+        char *ok = xasprintf("built in %.1f s%s\n%s", br.elapsed_s,
+                             quiet ? ": the compiler said nothing about your files" : "",
+                             quiet ? "" : errs);
+        write_log(g, s, logname, ok);
+        free(ok);
+    } else {
+        write_log(g, s, logname, errs);
+    }
     free(logname);
     if (brc == 0 && !br.timed_out) {
         free(errs);
