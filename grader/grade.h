@@ -44,6 +44,10 @@ typedef struct {
     rubric rub;
     strlist lessons;     /* numbers to grade, in order */
     int jobs;            /* build parallelism */
+    int test_jobs;       /* test processes of one run side by side (Criterion
+                            --jobs); the tests that time or measure the GPU
+                            take it alone through gpu_lock (tests/fl_test.c) */
+    char *gpu_lock;      /* the folder of the locks those test processes share */
     int gpu;             /* a CUDA device is visible and used */
     int no_gpu;          /* --no-gpu: hide devices from the tests */
     char *gpu_name;
@@ -100,6 +104,8 @@ typedef struct {
     int n_checks;
     double score, max;
     double build_s, run_s, verify_s;
+    double scan_s, audit_s; /* the object scan; the speed audit under Nsight Compute */
+    double side_s;       /* the sanitizer and the verifying runs, side by side */
     int not_run_no_gpu;  /* checks not run for want of a GPU */
     int n_killed;        /* suites stopped at their wall-clock limit, or silent */
 } lesson_result;
@@ -127,6 +133,8 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
 /* Run a solution test's speed suites and keep their records (reference). */
 void run_reference(grader *g, const lesson_info *li, const rubric_lesson *rl);
 char *scrub(const grader *g, const char *text);
+/* "build 2.1 s, scan 0.3 s, tests 8.0 s, ...": the lesson's stages that ran */
+char *stage_times(const lesson_result *lr);
 const char *lesson_state_name(lesson_state s);
 const char *check_status_name(check_status s);
 

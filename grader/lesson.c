@@ -70,6 +70,23 @@ char *scrub(const grader *g, const char *text)
     return s;
 }
 
+char *stage_times(const lesson_result *lr)
+{
+    sbuf b = {0};
+    const struct {
+        const char *name;
+        double s;
+    } st[] = {{"build", lr->build_s}, {"scan", lr->scan_s}, {"tests", lr->run_s},
+              {"speed audit", lr->audit_s}};
+    for (size_t i = 0; i < sizeof st / sizeof st[0]; ++i)
+        if (st[i].s > 0) sbuf_addf(&b, "%s%s %.1f s", b.len ? ", " : "", st[i].name, st[i].s);
+    if (lr->side_s > 0)
+        sbuf_addf(&b, "%ssanitizer beside the verifying runs %.1f s (verifying %.1f s)",
+                  b.len ? ", " : "", lr->side_s, lr->verify_s);
+    if (b.len == 0) sbuf_add(&b, "no stage ran");
+    return sbuf_take(&b);
+}
+
 /* ---- the lesson ------------------------------------------------------------ */
 
 static void all_checks(lesson_result *lr, check_status st, const char *why)
@@ -171,7 +188,9 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
     char *summary = NULL, *detail = NULL, *why = NULL;
     lesson_state st = admit_lesson(g, s, li, &summary, &detail, &why);
     if (st == L_GRADED) st = build_lesson(g, s, lr, progress, &summary, &detail, &why);
+    double t = now_s();
     if (st == L_GRADED) st = scan_lesson(g, lr, &summary, &detail, &why);
+    lr->scan_s = now_s() - t;
     if (st != L_GRADED) {
         lesson_fail(lr, st, st == L_FLAGGED ? ST_FAILED : ST_NOT_RUN, summary, detail, why);
         free(why);
@@ -191,12 +210,16 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
     /* 5: the speed claims against the GPU's own clock (alone on the GPU);
      * then, side by side, the sanitizer and the worked solution's runs on
      * the same inputs, against which the report is verified */
+    t = now_s();
     char *unaudited = audit_speed(g, s, lr, binary, &suites, runs, progress);
+    lr->audit_s = now_s() - t;
+    t = now_s();
     char *result = path_join(g->work, "sanitizer-result");
     pid_t san_pid = sanitizer_start(g, s, lr, binary, runs, suites.n, progress, result);
     char *unverified = verify_runs(g, s, lr, &suites, runs, evidence, progress);
     sanitizer_run san = {ST_NOT_RUN, NULL};
     sanitizer_finish(san_pid, result, lr, &san);
+    lr->side_s = now_s() - t;
     free(result);
     free(binary);
 

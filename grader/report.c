@@ -55,8 +55,11 @@ static char *lesson_text(const grader *g, const lesson_result *lr)
 {
     sbuf b = {0};
     sbuf_addf(&b, "%s: %s\n", lr->li->name, lr->summary ? lr->summary : lesson_state_name(lr->state));
-    if (lr->build_s > 0 || lr->run_s > 0)
-        sbuf_addf(&b, "build %.1f s, tests %.1f s\n", lr->build_s, lr->run_s);
+    if (lr->build_s > 0 || lr->run_s > 0) {
+        char *st = stage_times(lr);
+        sbuf_addf(&b, "%s\n", st);
+        free(st);
+    }
     for (int i = 0; i < lr->notes.n; ++i) sbuf_addf(&b, "note: %s\n", lr->notes.v[i]);
     if (lr->detail) sbuf_addf(&b, "\n%s", lr->detail);
     char *out = scrub(g, sbuf_str(&b));
