@@ -6,9 +6,8 @@
  * scratch build of the course serves the whole batch: it is configured once
  * with FUSIONLAB_STUDENT_ROOT pointing at a scratch folder, the harness and
  * baselines are built once, and each lesson of each submission rebuilds only
- * the student's library and the test program. A suite's test processes run
- * --test-jobs at a time; those that time kernels or measure the GPU take it
- * alone (the lock of tests/fl_test.c); --jobs is the build's parallelism.
+ * the student's library and the test program. Tests run one at a time, so
+ * speed tests have the GPU to themselves; --jobs is the build's parallelism.
  * Before any submission, the worked solutions' speed suites run once: their
  * times are the reference of the speed curve, on this GPU, in this run.
  */
@@ -21,12 +20,10 @@
 
 #include <cJSON.h>
 #include <ctype.h>
-#include <fcntl.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef FUSIONLAB_SOURCE_DIR
@@ -46,10 +43,7 @@ static void usage(FILE *f)
             "                    (01-vector-add/vector_add.cu), optionally under lessons/\n"
             "  --out DIR         where results go (default: grade-out)\n"
             "  --lessons LIST    lessons to grade, e.g. 01,02 (default: all in the rubric)\n"
-            "  --jobs N          parallel compile jobs (default: one per CPU)\n"
-            "  --test-jobs N     test processes of one suite side by side (default: half\n"
-            "                    of --jobs, at most 8); the tests that time kernels or\n"
-            "                    measure the GPU still run alone on it\n"
+            "  --jobs N          parallel compile jobs (tests always run one at a time)\n"
             "  --rubric FILE     points per check (default: grader/rubric.json)\n"
             "  --arch LIST       CMAKE_CUDA_ARCHITECTURES of the scratch build\n"
             "                    (default: the GPUs' own, from nvidia-smi; without a GPU the\n"
@@ -206,24 +200,6 @@ static int setup(grader *g)
     }
     mkdir_p(g->build);
     mkdir_p(g->run_dir);
-    /* the locks the test processes of a run share the GPU by
-     * (tests/fl_test.c): the grader's own files, which every test step
-     * sees read-only */
-    mkdir_p(g->gpu_lock);
-    chmod(g->gpu_lock, 0755);
-    static const char *const lock_files[] = {"gpu", "gate"};
-    for (int i = 0; i < 2; ++i) {
-        char *f = path_join(g->gpu_lock, lock_files[i]);
-        int lfd = open(f, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-        int ok = lfd >= 0 && fchmod(lfd, 0644) == 0;
-        if (lfd >= 0) close(lfd);
-        if (!ok) {
-            setup_failed(g, "could not make the test processes' lock files", f);
-            free(f);
-            return -1;
-        }
-        free(f);
-    }
     char *root_def = xasprintf("-DFUSIONLAB_STUDENT_ROOT=%s", g->student_root);
     char *arch_def = NULL;
     if (g->arch) arch_def = xasprintf("-DCMAKE_CUDA_ARCHITECTURES=%s", g->arch);
@@ -365,7 +341,7 @@ static void grader_free(grader *g)
     keys_free(&g->reference_keys);
     sandbox_free(&g->sbx);
     free(g->batch_secret);
-    free(g->course); free(g->out); free(g->work); free(g->student_root); free(g->build); free(g->gpu_lock);
+    free(g->course); free(g->out); free(g->work); free(g->student_root); free(g->build);
     free(g->run_dir); free(g->rubric_path); free(g->gpu_name); free(g->arch); free(g->gpu_archs);
     free(g->setup_error);
     manifest_free(&g->man);
@@ -518,8 +494,7 @@ int main(int argc, char **argv)
              * could not look at: refuse to run student code as an account) */
             uid_unused = 1;
             keep = 0;
-        } else if (strcmp(a, "--jobs") == 0 || strcmp(a, "--test-jobs") == 0 ||
-                   strcmp(a, "--suite-timeout") == 0 ||
+        } else if (strcmp(a, "--jobs") == 0 || strcmp(a, "--suite-timeout") == 0 ||
                    strcmp(a, "--lesson-timeout") == 0 || strcmp(a, "--build-timeout") == 0 ||
                    strcmp(a, "--test-timeout") == 0 || strcmp(a, "--sanitizer-timeout") == 0) {
             const char *v;
@@ -531,7 +506,6 @@ int main(int argc, char **argv)
                 return 2;
             }
             if (strcmp(a, "--jobs") == 0) g.jobs = (int)x, jobs_given = 1;
-            else if (strcmp(a, "--test-jobs") == 0) g.test_jobs = (int)x;
             else if (strcmp(a, "--suite-timeout") == 0) suite_t = x;
             else if (strcmp(a, "--lesson-timeout") == 0) lesson_t = x;
             else if (strcmp(a, "--build-timeout") == 0) build_t = x;
@@ -629,7 +603,6 @@ int main(int argc, char **argv)
     g.suite_timeout = suite_t > 0 ? suite_t : g.rub.suite_timeout_s;
     g.lesson_timeout = lesson_t > 0 ? lesson_t : g.rub.lesson_timeout_s;
     g.sanitizer_timeout = sanitizer_t > 0 ? sanitizer_t : g.rub.sanitizer_timeout_s;
-    if (g.test_jobs <= 0) g.test_jobs = g.jobs / 2 < 1 ? 1 : g.jobs / 2 > 8 ? 8 : g.jobs / 2;
     if (lessons) {
         if (parse_lessons(&g, lessons) != 0)
             return config_fail(out, &paths, xasprintf("--lessons %s: not a list of lesson numbers",
@@ -679,7 +652,6 @@ int main(int argc, char **argv)
     g.student_root = path_join(g.work, "student");
     g.build = path_join(g.work, "build");
     g.run_dir = path_join(g.work, "run");
-    g.gpu_lock = path_join(g.work, "gpu-lock");
 
     /* every id comes from the whole list, so that a shard's ids are those
      * of one run over the batch; a shard grades the k-th submission when

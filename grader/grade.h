@@ -44,10 +44,6 @@ typedef struct {
     rubric rub;
     strlist lessons;     /* numbers to grade, in order */
     int jobs;            /* build parallelism */
-    int test_jobs;       /* test processes of one run side by side (Criterion
-                            --jobs); the tests that time or measure the GPU
-                            take it alone through gpu_lock (tests/fl_test.c) */
-    char *gpu_lock;      /* the folder of the locks those test processes share */
     int gpu;             /* a CUDA device is visible and used */
     int no_gpu;          /* --no-gpu: hide devices from the tests */
     char *gpu_name;
@@ -105,7 +101,7 @@ typedef struct {
     double score, max;
     double build_s, run_s, verify_s;
     double scan_s, audit_s; /* the object scan; the speed audit under Nsight Compute */
-    double side_s;       /* the sanitizer and the verifying runs, side by side */
+    double sanitizer_s;  /* the sanitizer stage */
     int not_run_no_gpu;  /* checks not run for want of a GPU */
     int n_killed;        /* suites stopped at their wall-clock limit, or silent */
 } lesson_result;

@@ -80,9 +80,10 @@ char *stage_times(const lesson_result *lr)
               {"speed audit", lr->audit_s}};
     for (size_t i = 0; i < sizeof st / sizeof st[0]; ++i)
         if (st[i].s > 0) sbuf_addf(&b, "%s%s %.1f s", b.len ? ", " : "", st[i].name, st[i].s);
-    if (lr->side_s > 0)
-        sbuf_addf(&b, "%ssanitizer beside the verifying runs %.1f s (verifying %.1f s)",
-                  b.len ? ", " : "", lr->side_s, lr->verify_s);
+    if (lr->verify_s > 0)
+        sbuf_addf(&b, "%sverifying %.1f s", b.len ? ", " : "", lr->verify_s);
+    if (lr->sanitizer_s > 0)
+        sbuf_addf(&b, "%ssanitizer %.1f s", b.len ? ", " : "", lr->sanitizer_s);
     if (b.len == 0) sbuf_add(&b, "no stage ran");
     return sbuf_take(&b);
 }
@@ -206,21 +207,22 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
     char *binary = xstrdup(li->b.test_bin);
     char **evidence = NULL;
     suite_run *runs = run_suites(g, s, lr, binary, &suites, progress, &evidence);
-    /* 5: what the report claims, against the worked solution's run */
     /* 5: the speed claims against the GPU's own clock (alone on the GPU);
-     * then, side by side, the sanitizer and the worked solution's runs on
-     * the same inputs, against which the report is verified */
+     * then the worked solution's runs on the same inputs, against which the
+     * report is verified; then the sanitizer. One after another: no code of
+     * the student's runs while the worked solution's do (the student's
+     * code under the sanitizer could otherwise take the GPU's memory or
+     * time from them, so that cases of theirs fail or time out, and a case
+     * of the worked solution that ran but compared nothing is taken on the
+     * report's word: verify.c) */
     t = now_s();
     char *unaudited = audit_speed(g, s, lr, binary, &suites, runs, progress);
     lr->audit_s = now_s() - t;
-    t = now_s();
-    char *result = path_join(g->work, "sanitizer-result");
-    pid_t san_pid = sanitizer_start(g, s, lr, binary, runs, suites.n, progress, result);
     char *unverified = verify_runs(g, s, lr, &suites, runs, evidence, progress);
+    t = now_s();
     sanitizer_run san = {ST_NOT_RUN, NULL};
-    sanitizer_finish(san_pid, result, lr, &san);
-    lr->side_s = now_s() - t;
-    free(result);
+    run_sanitizer(g, s, lr, binary, runs, suites.n, progress, &san);
+    lr->sanitizer_s = now_s() - t;
     free(binary);
 
     /* 6: scores */

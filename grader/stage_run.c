@@ -1,6 +1,5 @@
 /* grader/stage_run.c — the run stage: each suite the rubric names on its
- * own (a --filter per suite), --test-jobs test processes side by side (those
- * that time or measure the GPU alone on it: tests/fl_test.c), with Criterion's JSON
+ * own (a --filter per suite), one test at a time, with Criterion's JSON
  * report, the speed log and a hard wall-clock limit; a suite killed at its
  * limit costs only itself. Then, when the rubric gives the sanitizer check
  * points, the test program under compute-sanitizer (tools/sanitize, its own
@@ -282,17 +281,13 @@ void run_suite(grader *g, step_kind kind, const submission_keys *keys, const cha
     char *evidence_env = xasprintf("FUSIONLAB_EVIDENCE=%s", evidence);
     char *salt_env = xasprintf("FUSIONLAB_EVIDENCE_SALT=%s", keys && keys->salt ? keys->salt : "0");
     char *seed_env = keys && keys->seed ? xasprintf("FUSIONLAB_GRADE_SEED=%s", keys->seed) : NULL;
-    char tmo[32], jobs[16];
+    char tmo[32];
     snprintf(tmo, sizeof tmo, "%g", g->test_timeout);
-    snprintf(jobs, sizeof jobs, "%d", g->test_jobs > 0 ? g->test_jobs : 1);
-    char *lock_env = g->gpu_lock ? xasprintf("FUSIONLAB_GPU_LOCK=%s", g->gpu_lock) : NULL;
     char *argv[12];
     int k = 0;
     argv[k++] = (char *)binary;
-    /* test processes side by side; those that time or measure the GPU
-     * take it alone (the lock, tests/fl_test.c) */
     argv[k++] = "--jobs";
-    argv[k++] = lock_env ? jobs : "1";
+    argv[k++] = "1";
     argv[k++] = "--short-filename";
     argv[k++] = "--verbose";
     argv[k++] = json_opt;
@@ -303,10 +298,9 @@ void run_suite(grader *g, step_kind kind, const submission_keys *keys, const cha
         argv[k++] = tmo;
     }
     argv[k] = NULL;
-    const char *env_set[8] = {speed_env, evidence_env, salt_env, NULL, NULL, NULL, NULL, NULL};
+    const char *env_set[7] = {speed_env, evidence_env, salt_env, NULL, NULL, NULL, NULL};
     int e = 3;
     if (seed_env) env_set[e++] = seed_env;
-    if (lock_env) env_set[e++] = lock_env;
     if (g->no_gpu) env_set[e++] = "CUDA_VISIBLE_DEVICES=";
     proc_opts o = {.timeout_s = timeout, .head = TEST_OUTPUT_KEEP, .tail = TEST_OUTPUT_KEEP};
     proc_result r;
@@ -318,13 +312,7 @@ void run_suite(grader *g, step_kind kind, const submission_keys *keys, const cha
     int have_report = !r.timed_out && !r.interrupted && parse_report(json, suite, sr) == 0;
     if (have_report) {
         sr->state = SR_OK;
-        /* same cases, same order (test processes side by side may end in
-         * another order than the report's, and their output interleaves):
-         * attach what each printed */
-        int same = logged.n == sr->n && (g->test_jobs <= 1 || g->gpu_lock == NULL);
-        for (int i = 0; same && i < sr->n; ++i)
-            same = strcmp(logged.cases[i].test, sr->cases[i].test) == 0;
-        if (same)
+        if (logged.n == sr->n) /* same cases, same order: attach what each printed */
             for (int i = 0; i < sr->n; ++i) {
                 free(sr->cases[i].extra);
                 sr->cases[i].extra = logged.cases[i].extra;
@@ -352,7 +340,6 @@ void run_suite(grader *g, step_kind kind, const submission_keys *keys, const cha
     free(evidence_env);
     free(salt_env);
     free(seed_env);
-    free(lock_env);
     free(scratch);
 }
 
@@ -601,19 +588,12 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
     sbuf files = {0};
     for (int i = 0; i < li->exercise.n; ++i)
         sbuf_addf(&files, "%s%s", i ? " " : "", li->exercise.v[i]);
-    /* one test process at a time under each tool (four side by side): with
-     * --test-jobs processes under each, the stage took 1.4x to 1.8x longer
-     * (plots/reference/logs/grade-batch.log). Its test processes share the GPU
-     * lock, so that the worked solution's runs beside it that need the GPU
-     * alone still get it (tests/fl_test.c) */
-    char *lock_env = g->gpu_lock ? xasprintf("FUSIONLAB_GPU_LOCK=%s", g->gpu_lock) : NULL;
     char *argv[] = {"sh", script, "--tool", "all", "--timeout", per_tool, "--out", outdir,
                     "--files", (char *)sbuf_str(&files), (char *)binary, NULL};
     char *seed_env = s->keys.seed ? xasprintf("FUSIONLAB_GRADE_SEED=%s", s->keys.seed) : NULL;
-    const char *env_set[4] = {NULL, NULL, NULL, NULL};
+    const char *env_set[3] = {NULL, NULL, NULL};
     int e = 0;
     if (seed_env) env_set[e++] = seed_env;
-    if (lock_env) env_set[e++] = lock_env;
     if (g->no_gpu) env_set[e++] = "CUDA_VISIBLE_DEVICES=";
     /* tools/sanitize bounds each tool itself; this is the backstop */
     proc_opts o = {.timeout_s = g->sanitizer_timeout + 60, .head = 1 << 20, .tail = 1 << 20};
@@ -621,7 +601,6 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
     proc_result r;
     run_step(g, STEP_TEST, li, outdir, argv, env_set, &o, &r);
     free(seed_env);
-    free(lock_env);
 
     sanitizer_log(g, s, li, &r, outdir);
 
@@ -662,57 +641,4 @@ void run_sanitizer(grader *g, submission *s, lesson_result *lr, const char *bina
                                       "(a kernel that never ends?); the sanitizer would hang too");
             else sanitize(g, s, lr, binary, progress, san);
         }
-}
-
-/* ---- the sanitizer beside the trusted runs ---------------------------------- */
-
-/* The sanitizer stage in a child process of the grader, so that it runs
- * while the worked solution's tests run for the verify stage (neither is
- * timed). Its verdict, and the notes it adds, come back through `result`:
- *   status\n  count of notes\n  note\n...  output */
-pid_t sanitizer_start(grader *g, submission *s, lesson_result *lr, const char *binary,
-                      const suite_run *runs, int n_runs, const char *progress,
-                      const char *result)
-{
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid != 0) return pid; /* the parent, or -1: sanitizer_finish says so */
-    int notes0 = lr->notes.n;
-    sanitizer_run san = {ST_NOT_RUN, NULL};
-    run_sanitizer(g, s, lr, binary, runs, n_runs, progress, &san);
-    sbuf b = {0};
-    sbuf_addf(&b, "%d\n%d\n", (int)san.status, lr->notes.n - notes0);
-    for (int i = notes0; i < lr->notes.n; ++i) {
-        char *one = str_replace_all(lr->notes.v[i], "\n", " ");
-        sbuf_addf(&b, "%s\n", one);
-        free(one);
-    }
-    if (san.output) sbuf_add(&b, san.output);
-    int rc = write_file_atomic(result, b.s ? b.s : "", b.len);
-    _exit(rc == 0 ? 0 : 1);
-}
-
-void sanitizer_finish(pid_t pid, const char *result, lesson_result *lr, sanitizer_run *san)
-{
-    san->status = ST_NOT_RUN;
-    san->output = NULL;
-    int status = 0;
-    if (pid > 0) while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    char *text = pid > 0 ? read_file(result, 4u << 20, NULL, NULL) : NULL;
-    int st = 0, nn = 0, used = 0;
-    if (text && sscanf(text, "%d\n%d\n%n", &st, &nn, &used) == 2) {
-        san->status = (check_status)st;
-        char *p = text + used;
-        for (int i = 0; i < nn && p; ++i) {
-            char *nl = strchr(p, '\n');
-            if (nl) *nl = '\0';
-            strlist_add(&lr->notes, p);
-            p = nl ? nl + 1 : NULL;
-        }
-        san->output = p && *p ? xstrdup(p) : NULL;
-    } else {
-        san->output = xstrdup("not run: the grader's sanitizer stage failed");
-    }
-    free(text);
-    unlink(result);
 }

@@ -100,12 +100,6 @@ char *verify_lesson(const strlist *suites, const suite_run *student, char *const
  * past its limit); otherwise san is left as it is. */
 void run_sanitizer(grader *g, submission *s, lesson_result *lr, const char *binary,
                    const suite_run *runs, int n_runs, const char *progress, sanitizer_run *san);
-/* run_sanitizer in a child process (what it finds comes back through the
- * file `result`); sanitizer_finish waits for it and reads its verdict. */
-pid_t sanitizer_start(grader *g, submission *s, lesson_result *lr, const char *binary,
-                      const suite_run *runs, int n_runs, const char *progress,
-                      const char *result);
-void sanitizer_finish(pid_t pid, const char *result, lesson_result *lr, sanitizer_run *san);
 /* The last record of suite::test (of `lesson`, when given: lessons share
  * suite and test names, e.g. speed::fused_vs_unfused). */
 const speed_rec *speed_find(const speed_log *log, const char *lesson, const char *suite,

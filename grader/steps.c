@@ -11,9 +11,7 @@
  *   scan     the scratch build read-only (the same hidden parts), tools/ and
  *            lessons/ (the API's headers).
  *   test     the scratch build and tools/ read-only (the same hidden parts),
- *            a fresh scratch folder of the step's own read-write, the GPU,
- *            and, read-only, the lock files the test processes of a run
- *            share the GPU by (tests/fl_test.c: FUSIONLAB_GPU_LOCK).
+ *            a fresh scratch folder of the step's own read-write, the GPU.
  *   trusted  the worked solution's own test program: the whole scratch
  *            build read-only, its own scratch, the GPU.
  *
@@ -105,7 +103,6 @@ int run_step(grader *g, step_kind kind, const lesson_info *li, const char *scrat
     case STEP_TRUSTED:
         strlist_add(&ro, g->build);
         strlist_add(&ro, tools);
-        if (g->gpu_lock && is_dir(g->gpu_lock)) strlist_add(&ro, g->gpu_lock);
         if (kind == STEP_TEST) solution_artifacts(g, 1, &hide);
         if (scratch) strlist_add(&rw, scratch);
         st.gpu = !g->no_gpu;

@@ -1,96 +1,22 @@
 /* tests/fl_test.c — see fl_test.h. */
 #define _POSIX_C_SOURCE 200809L
-#define _DEFAULT_SOURCE /* flock */
 #include "fl_test.h"
 #include "device.h"
 #include "data.h"
 #include "evidence.h"
 
-#include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #ifdef FUSIONLAB_HAVE_CJSON
 #include <cJSON.h>
 #endif
 
-/* ---- test processes side by side on one GPU (FUSIONLAB_GPU_LOCK) ----------- */
-
-/* The tests that must have the GPU to themselves ("suite/test" patterns):
- * they time kernels (speed*, the stream checks' busy default stream), read
- * device-wide counters (lesson 04's DRAM bytes), measure the device's free
- * memory while a launcher runs (lesson 05's A_memory) or size their inputs
- * by the free memory (huge, limits, max_*, past 2^32, the batch-heads
- * limit): another process's allocations or kernels would change what they
- * measure or which size they pick. Every other test shares the GPU. */
-static const char *const kAlone[] = {
-    "speed*/*",    "*/stream*",       "B_counters/*",      "A_memory/*",
-    "*/huge",      "*/limits",        "*/max_*",           "*/past_2_32_elements",
-    "*/batch_heads_limit",            "baseline/refuses_what_does_not_fit",
-};
-
-static int g_gpu_lock = -2; /* -2: not decided yet; -1: no lock; else the lock's fd */
-static int g_gpu_alone;
-
-int fl_test_gpu_alone(void) { return g_gpu_lock >= 0 && g_gpu_alone; }
-
-static int open_lock(const char *dir, const char *name)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    /* a runner that asks for the lock and gives none: running unlocked
-     * could change what the tests that need the GPU alone measure */
-    cr_assert(fd >= 0, "FUSIONLAB_GPU_LOCK: cannot open %s (%s): the test runner set it up "
-              "wrongly", path, strerror(errno));
-    return fd;
-}
-
-static void take(int fd, int op)
-{
-    int rc;
-    while ((rc = flock(fd, op)) != 0 && errno == EINTR) {}
-    cr_assert(rc == 0, "FUSIONLAB_GPU_LOCK: flock failed (%s)", strerror(errno));
-}
-
-/* FUSIONLAB_GPU_LOCK names a folder with two files: `gpu`, held shared by
- * the tests that share the GPU and exclusive by those that take it alone,
- * and `gate`, which every taker passes and a test waiting to be alone
- * holds until it is: no new sharer starts while one waits, so it never
- * waits for more than the tests already running. */
-static void gpu_lock_take(void)
-{
-    if (g_gpu_lock != -2) return;
-    g_gpu_lock = -1;
-    const char *dir = getenv("FUSIONLAB_GPU_LOCK");
-    const struct criterion_test *t = criterion_current_test;
-    if (dir == NULL || dir[0] == '\0' || t == NULL) return;
-    char name[512];
-    snprintf(name, sizeof name, "%s/%s", t->category ? t->category : "",
-             t->name ? t->name : "");
-    /* under compute-sanitizer only what the sanitizer reports counts, not
-     * what a test measures: every test shares the GPU there */
-    for (size_t i = 0; i < sizeof kAlone / sizeof kAlone[0] && !fl_test_sanitizing(); ++i)
-        if (fnmatch(kAlone[i], name, 0) == 0) g_gpu_alone = 1;
-    int gate = open_lock(dir, "gate"), gpu = open_lock(dir, "gpu");
-    take(gate, LOCK_EX);
-    take(gpu, g_gpu_alone ? LOCK_EX : LOCK_SH);
-    take(gate, LOCK_UN);
-    close(gate);
-    g_gpu_lock = gpu; /* held until the process ends, its CUDA context with it */
-}
-
-int fl_test_gpu_count(void)
-{
-    gpu_lock_take();
-    return fl_device_count();
-}
+int fl_test_gpu_count(void) { return fl_device_count(); }
 
 const char *fl_test_error_hint(cudaError_t e)
 {

@@ -39,18 +39,7 @@
                   fl_test_error_hint(fl_e_));                                 \
     } while (0)
 
-/* The number of CUDA devices (0: the GPU tests skip). Under a runner that
- * runs several test processes at once (the grader: Criterion --jobs N) with
- * FUSIONLAB_GPU_LOCK naming the folder of its lock files, the first call
- * first takes the GPU's lock for the rest of the process: shared for most tests, exclusive for
- * the tests listed in fl_test.c (kAlone: they time, profile, measure the
- * device's free memory or size their inputs by it), which then have the
- * GPU to themselves among the run's processes (under compute-sanitizer,
- * FUSIONLAB_SANITIZE, every test shares it). */
 int fl_test_gpu_count(void);
-/* 1 when this test process holds the GPU alone (see fl_test_gpu_count); 0
- * when it shares it, or when no lock is in use (FUSIONLAB_GPU_LOCK unset). */
-int fl_test_gpu_alone(void);
 /* 1 under the sanitizer stage (FUSIONLAB_SANITIZE set, not "0"). */
 int fl_test_sanitizing(void);
 const char *fl_test_error_hint(cudaError_t e);
