@@ -56,12 +56,17 @@ int fl_test_sanitizing(void)
     return sanitize != NULL && sanitize[0] != '\0' && !(sanitize[0] == '0' && sanitize[1] == '\0');
 }
 
-void *fl_test_dev_alloc(size_t bytes)
+void fl_test_skip_if_too_large(size_t bytes)
 {
     if (fl_test_sanitizing() && bytes > FL_SANITIZE_MAX_BYTES)
         cr_skip_test("too large for the sanitizer stage: %zu MiB (the stage runs cases of up "
                      "to %zu MiB per buffer)", (bytes + ((size_t)1 << 20) - 1) >> 20,
                      FL_SANITIZE_MAX_BYTES >> 20);
+}
+
+void *fl_test_dev_alloc(size_t bytes)
+{
+    fl_test_skip_if_too_large(bytes);
     void *p = NULL;
     cudaError_t e = cudaMalloc(&p, bytes + FL_GUARD_BYTES);
     cr_assert(e == cudaSuccess, "cudaMalloc of %zu bytes failed: %s", bytes,

@@ -52,6 +52,11 @@ const char *fl_test_error_hint(cudaError_t e);
  * instead ("too large for the sanitizer stage: N MiB"): under
  * compute-sanitizer only the small correctness cases run. */
 void *fl_test_dev_alloc(size_t bytes);
+/* The same skip, for a buffer of `bytes` a test is about to allocate: called
+ * before FL_REQUIRE_GPU, a case the sanitizer stage skips skips before CUDA
+ * starts (under compute-sanitizer every process that starts CUDA costs
+ * seconds). */
+void fl_test_skip_if_too_large(size_t bytes);
 
 #define FL_GUARD_BYTES 4096
 #define FL_GUARD_BYTE 0xA5

@@ -578,6 +578,7 @@ static void assert_clean_call(const job03 *j, const fl_inputs *in, const char *w
 /* Poison the outputs, run once, compare with the CPU reference. */
 static void run_case(const case03 *c, const part03 *part)
 {
+    fl_test_skip_if_too_large(c->rows * c->cols * sizeof(float)); /* x, before CUDA starts */
     FL_REQUIRE_GPU();
     problem03 p;
     job03 j;
@@ -1297,6 +1298,7 @@ ParameterizedTestParameters(B_backward, bitwise_reproducible)
 }
 ParameterizedTest(shape03 *s, B_backward, bitwise_reproducible)
 {
+    fl_test_skip_if_too_large(s->rows * s->cols * sizeof(float)); /* x, before CUDA starts */
     FL_REQUIRE_GPU();
     problem03 p;
     job03 j;

@@ -868,9 +868,9 @@ static const big_shape kBigShapes[] = {
 
 Test(C_transpose, past_2_32_elements, .timeout = 120)
 {
-    FL_REQUIRE_GPU();
     if (fl_test_sanitizing())
         cr_skip_test("too large for the sanitizer stage (tens of GB per array)");
+    FL_REQUIRE_GPU();
     size_t free_b = 0, total_b = 0;
     FL_ASSERT_CUDA(cudaMemGetInfo(&free_b, &total_b));
     const big_shape *s = NULL;

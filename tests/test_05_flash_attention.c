@@ -510,8 +510,8 @@ ParameterizedTestParameters(A_fused_f32, correct)
 }
 ParameterizedTest(shape05 *s, A_fused_f32, correct)
 {
+    skip_if_sanitizing(s); /* before CUDA starts: a skipped case costs no context */
     FL_REQUIRE_GPU();
-    skip_if_sanitizing(s);
     fused_case(s, ATTN_F32, 0xA500 + (uint64_t)s->seq * 4 + s->head_dim + s->causal, NULL);
 }
 
@@ -521,18 +521,18 @@ ParameterizedTestParameters(B_fused_f16, correct)
 }
 ParameterizedTest(shape05 *s, B_fused_f16, correct)
 {
+    skip_if_sanitizing(s); /* before CUDA starts: a skipped case costs no context */
     FL_REQUIRE_GPU();
-    skip_if_sanitizing(s);
     fused_case(s, ATTN_F16, 0xB500 + (uint64_t)s->seq * 4 + s->head_dim + s->causal, NULL);
 }
 
 /* Every seq of kEdgeSeqs, causal and not, at one head size. */
 static void tile_edges_case(attn_dtype dtype, int d)
 {
-    FL_REQUIRE_GPU();
     if (fl_test_sanitizing())
         cr_skip_test("the sanitizer stage runs the short shapes of `correct` (the same code "
                      "paths: a partial tile, two tiles)");
+    FL_REQUIRE_GPU();
     for (size_t i = 0; i < N_EDGE_SEQS; ++i)
         for (int causal = 0; causal < 2; ++causal) {
             shape05 s = {kEdgeSeqs[i], d, causal, 2, 1.0f, 0.0f};
@@ -555,9 +555,9 @@ ParameterizedTest(int *d, B_fused_f16, tile_edges) { tile_edges_case(ATTN_F16, *
 /* The scale argument at values other than 1/sqrt(head_dim). */
 static void scale_case(attn_dtype dtype)
 {
-    FL_REQUIRE_GPU();
     if (fl_test_sanitizing())
         cr_skip_test("the scale changes no memory access: the sanitizer stage runs `correct`");
+    FL_REQUIRE_GPU();
     const shape05 *tab = dtype == ATTN_F16 ? kScaleF16 : kScaleF32;
     for (int i = 0; i < N_SCALES; ++i) {
         char hint[256];
@@ -722,10 +722,10 @@ Test(B_fused_f16, limits)
  * __syncthreads() shows up as a difference. */
 Test(A_fused_f32, same_result_twice)
 {
-    FL_REQUIRE_GPU();
     shape05 s = {1024, 64, 1, 2, 1.0f, 0.0f};
     /* the sanitizer's racecheck looks for the same races directly */
     skip_if_sanitizing(&s);
+    FL_REQUIRE_GPU();
     problem05 p;
     problem_init(&p, &s, ATTN_F32, 0xA5F0);
     float *second = fl_test_host_alloc(p.n * sizeof(float));
@@ -858,9 +858,9 @@ static fl_compare_result big_check(const big05 *b, const size_t *rows, size_t nr
 /* batch_heads at the edge of gridDim.y (65535) and past it. */
 static void heads_case(attn_dtype dtype)
 {
-    FL_REQUIRE_GPU();
     if (fl_test_sanitizing())
         cr_skip_test("65535 heads are too many for the sanitizer stage");
+    FL_REQUIRE_GPU();
     const char *who = who_of(dtype);
     const int seq = 7, d = 64, past = GRID_Y_MAX + 7;
     big05 b;
@@ -928,8 +928,8 @@ Test(B_fused_f16, batch_heads_limit) { heads_case(ATTN_F16); }
  * more than 2^31 (x 264 rows) where the GPU's memory does not allow that. */
 static void huge_case(attn_dtype dtype, int causal)
 {
-    FL_REQUIRE_GPU();
     if (fl_test_sanitizing()) cr_skip_test("tensors past 2^31 elements: not under the sanitizer");
+    FL_REQUIRE_GPU();
     static const int seqs[2] = {520, 264};
     const int d = 128, bh = GRID_Y_MAX;
     const char *who = who_of(dtype);
@@ -1036,10 +1036,10 @@ static int stream_check(void *c, char *msg, size_t len)
 
 static void stream_case(attn_dtype dtype)
 {
-    FL_REQUIRE_GPU();
     if (fl_test_sanitizing())
         cr_skip_test("the sanitizer runs one kernel at a time: the stream check needs the "
                      "default stream held while the launcher's stream runs");
+    FL_REQUIRE_GPU();
     shape05 s = {256, 64, 1, 4, 1.0f, 0.0f};
     char label[128];
     shape_label(&s, label, sizeof label);
@@ -1087,9 +1087,9 @@ static const range05 kRanges[] = {
 
 Test(B_fused_f16, range_edges)
 {
-    FL_REQUIRE_GPU();
     if (fl_test_sanitizing())
         cr_skip_test("the values change no memory access: the sanitizer stage runs `correct`");
+    FL_REQUIRE_GPU();
     for (size_t c = 0; c < N_RANGES; ++c) {
         const range05 *rc = &kRanges[c];
         char label[320];
@@ -1130,6 +1130,10 @@ Test(B_fused_f16, range_edges)
 
 Test(A_memory, no_seq_squared_buffer)
 {
+    /* (its buffers are sized past the GPU's memory: far past the sanitizer
+     * stage's 16 MiB a buffer; said before CUDA starts) */
+    if (fl_test_sanitizing())
+        cr_skip_test("too large for the sanitizer stage: S alone is sized at 1.25x this GPU's memory");
     FL_REQUIRE_GPU();
     size_t free0 = 0, total = 0;
     FL_ASSERT_CUDA(cudaMemGetInfo(&free0, &total));
