@@ -3,7 +3,10 @@
  *
  *   1 + 2. stage_build.c: the student's files, then the build
  *   3.     stage_scan.c: the harness's symbols, then the object scan
- *   4.     stage_run.c: each suite the rubric names, then the sanitizer
+ *   4.     stage_run.c: each suite the rubric names; audit.c: the speed
+ *          claims under Nsight Compute; stage_run.c and verify.c: the worked
+ *          solution's runs the report is verified against; stage_run.c:
+ *          the sanitizer
  *   5.     stage_score.c: every check of the rubric from the reports
  *
  * A lesson that cannot be graded (setup, refusal, build, scan) stops at its
@@ -198,8 +201,7 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
         return;
     }
 
-    /* 4: the suites, in the rubric's order, each once; then the sanitizer,
-     * once, when a sanitizer check is worth points */
+    /* 4: the suites, in the rubric's order, each once */
     strlist suites = {0};
     for (int i = 0; i < rl->n; ++i)
         if (rl->checks[i].suite && !strlist_has(&suites, rl->checks[i].suite))
@@ -209,7 +211,8 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
     suite_run *runs = run_suites(g, s, lr, binary, &suites, progress, &evidence);
     /* 5: the speed claims against the GPU's own clock (alone on the GPU);
      * then the worked solution's runs on the same inputs, against which the
-     * report is verified; then the sanitizer. One after another: no code of
+     * report is verified; then the sanitizer, once, when a sanitizer check
+     * is worth points. One after another: no code of
      * the student's runs while the worked solution's do (the student's
      * code under the sanitizer could otherwise take the GPU's memory or
      * time from them, so that cases of theirs fail or time out, and a case

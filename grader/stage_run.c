@@ -1,9 +1,10 @@
 /* grader/stage_run.c — the run stage: each suite the rubric names on its
  * own (a --filter per suite), one test at a time, with Criterion's JSON
  * report, the speed log and a hard wall-clock limit; a suite killed at its
- * limit costs only itself. Then, when the rubric gives the sanitizer check
- * points, the test program under compute-sanitizer (tools/sanitize, its own
- * limit).
+ * limit costs only itself. The worked solution's runs on the same suites
+ * and inputs (verify_runs), one suite after another. Then, last, when the
+ * rubric gives the sanitizer check points, the test program under
+ * compute-sanitizer (tools/sanitize, its own limit).
  */
 #define _XOPEN_SOURCE 700
 #include "stages.h"
@@ -13,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define TEST_OUTPUT_KEEP (2u << 20) /* head and tail of a suite's output kept */
@@ -399,67 +399,11 @@ suite_run *run_suites(grader *g, submission *s, lesson_result *lr, const char *b
     return runs;
 }
 
-/* One trusted suite in a child process of the grader (the suites of the
- * worked solution run side by side: none is timed). What verify_lesson
- * needs of it comes back through the file `result`:
- *   state\n  why\n  evidence path or -\n  then one "status test" line a case */
-static pid_t trusted_start(grader *g, submission *s, const char *binary, const char *suite,
-                           const char *result)
-{
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid != 0) return pid;
-    suite_run sr;
-    char *ev = NULL;
-    run_suite(g, STEP_TRUSTED, &s->keys, binary, suite, g->suite_timeout, &sr, NULL, &ev);
-    sbuf b = {0};
-    char *why = str_replace_all(sr.why ? sr.why : "", "\n", " ");
-    sbuf_addf(&b, "%d\n%s\n%s\n", (int)sr.state, why, ev ? ev : "-");
-    for (int i = 0; i < sr.n; ++i) sbuf_addf(&b, "%d %s\n", (int)sr.cases[i].status, sr.cases[i].test);
-    int rc = write_file_atomic(result, b.s ? b.s : "", b.len);
-    _exit(rc == 0 ? 0 : 1);
-}
-
-static void trusted_finish(pid_t pid, const char *result, const char *suite, suite_run *sr,
-                           char **ev)
-{
-    memset(sr, 0, sizeof *sr);
-    sr->suite = xstrdup(suite);
-    *ev = NULL;
-    int status = 0;
-    if (pid > 0) while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    char *text = pid > 0 ? read_file(result, 16u << 20, NULL, NULL) : NULL;
-    char *save = NULL;
-    char *line = text ? strtok_r(text, "\n", &save) : NULL;
-    if (line == NULL) {
-        sr->state = SR_NO_REPORT;
-        sr->why = xstrdup("the grader could not run the worked solution's tests");
-        free(text);
-        return;
-    }
-    sr->state = (suite_state)atoi(line);
-    /* an empty why leaves no line of its own for strtok: read it by hand */
-    char *rest = line + strlen(line) + 1;
-    char *nl = strchr(rest, '\n');
-    if (nl) *nl = '\0';
-    if (rest[0]) sr->why = xstrdup(rest);
-    char *evl = nl ? nl + 1 : NULL;
-    char *nl2 = evl ? strchr(evl, '\n') : NULL;
-    if (nl2) *nl2 = '\0';
-    if (evl && strcmp(evl, "-") != 0 && evl[0]) *ev = xstrdup(evl);
-    save = NULL;
-    for (char *c = nl2 ? strtok_r(nl2 + 1, "\n", &save) : NULL; c; c = strtok_r(NULL, "\n", &save)) {
-        char *sp = strchr(c, ' ');
-        if (sp) case_add(sr, sp + 1, (cr_status)atoi(c), "", "");
-    }
-    free(text);
-    unlink(result);
-}
-
 /* The worked solution's test program on the same suites and inputs as the
- * student's runs, sandboxed too, one process a suite; then verify_lesson().
- * NULL when every pass the student's report claims is borne out, else why
- * not. */
+ * student's runs, sandboxed too, one suite after another (alone on the GPU,
+ * as the student's ran: a test that sizes its inputs by the free memory
+ * must pick the size it picked there); then verify_lesson(). NULL when
+ * every pass the student's report claims is borne out, else why not. */
 char *verify_runs(grader *g, submission *s, lesson_result *lr, const strlist *suites,
                   const suite_run *runs, char *const *evidence, const char *progress)
 {
@@ -469,26 +413,19 @@ char *verify_runs(grader *g, submission *s, lesson_result *lr, const strlist *su
     char *binary = xstrdup(li->b.solution_test_bin);
     suite_run *tru = xcalloc((size_t)(suites->n + 1), sizeof *tru);
     char **tev = xcalloc((size_t)(suites->n + 1), sizeof *tev);
-    pid_t *pids = xcalloc((size_t)(suites->n + 1), sizeof *pids);
-    char **results = xcalloc((size_t)(suites->n + 1), sizeof *results);
     double t0 = now_s();
     for (int i = 0; i < suites->n; ++i) {
         int claims = 0;
         for (int c = 0; c < runs[i].n; ++c) claims |= runs[i].cases[c].status == CR_PASSED;
-        if (!claims) continue; /* nothing to bear out */
-        fprintf(stderr, "%s: verifying %s against the worked solution\n", progress,
-                suites->v[i]);
-        results[i] = xasprintf("%s/trusted-result-%d", g->work, i);
-        pids[i] = trusted_start(g, s, binary, suites->v[i], results[i]);
-    }
-    for (int i = 0; i < suites->n; ++i) {
-        if (results[i] == NULL) {
+        if (!claims) { /* nothing to bear out */
             tru[i].suite = xstrdup(suites->v[i]);
             tru[i].state = SR_OK;
             continue;
         }
-        trusted_finish(pids[i], results[i], suites->v[i], &tru[i], &tev[i]);
-        free(results[i]);
+        fprintf(stderr, "%s: verifying %s against the worked solution\n", progress,
+                suites->v[i]);
+        run_suite(g, STEP_TRUSTED, &s->keys, binary, suites->v[i], g->suite_timeout, &tru[i],
+                  NULL, &tev[i]);
     }
     lr->verify_s = now_s() - t0;
     char *why = verify_lesson(suites, runs, evidence, tru, tev);
@@ -498,8 +435,6 @@ char *verify_runs(grader *g, submission *s, lesson_result *lr, const strlist *su
     }
     free(tru);
     free(tev);
-    free(pids);
-    free(results);
     free(binary);
     return why;
 }

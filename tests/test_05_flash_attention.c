@@ -1130,10 +1130,6 @@ Test(B_fused_f16, range_edges)
 
 Test(A_memory, no_seq_squared_buffer)
 {
-    /* (its buffers are sized past the GPU's memory: far past the sanitizer
-     * stage's 16 MiB a buffer; said before CUDA starts) */
-    if (fl_test_sanitizing())
-        cr_skip_test("too large for the sanitizer stage: S alone is sized at 1.25x this GPU's memory");
     FL_REQUIRE_GPU();
     size_t free0 = 0, total = 0;
     FL_ASSERT_CUDA(cudaMemGetInfo(&free0, &total));
