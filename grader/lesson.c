@@ -193,8 +193,10 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
     lesson_state st = admit_lesson(g, s, li, &summary, &detail, &why);
     if (st == L_GRADED) st = build_lesson(g, s, lr, progress, &summary, &detail, &why);
     double t = now_s();
-    if (st == L_GRADED) st = scan_lesson(g, lr, &summary, &detail, &why);
-    lr->scan_s = now_s() - t;
+    if (st == L_GRADED) {
+        st = scan_lesson(g, lr, &summary, &detail, &why);
+        lr->scan_s = now_s() - t;
+    }
     if (st != L_GRADED) {
         lesson_fail(lr, st, st == L_FLAGGED ? ST_FAILED : ST_NOT_RUN, summary, detail, why);
         free(why);
