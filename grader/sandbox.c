@@ -98,6 +98,14 @@ static int own_gpu_minor(void)
     return minor;
 }
 
+void sandbox_system(sandbox_cfg *c)
+{
+    for (size_t i = 0; i < sizeof kSystem / sizeof kSystem[0]; ++i)
+        if (exists(kSystem[i])) strlist_add(&c->system_ro, kSystem[i]);
+    static const char *const tools[] = {"nvcc", "cmake", "cc", "nm", "compute-sanitizer", "ncu"};
+    for (size_t i = 0; i < sizeof tools / sizeof tools[0]; ++i) add_prefix_of(c, tools[i]);
+}
+
 int sandbox_init(sandbox_cfg *c, long uid, char **why)
 {
     memset(c, 0, sizeof *c);
@@ -105,10 +113,7 @@ int sandbox_init(sandbox_cfg *c, long uid, char **why)
     c->drop_ids = geteuid() == 0;
     c->uid = uid >= 0 ? (uid_t)uid : (uid_t)NOBODY;
     c->gid = uid >= 0 ? (gid_t)uid : (gid_t)NOBODY;
-    for (size_t i = 0; i < sizeof kSystem / sizeof kSystem[0]; ++i)
-        if (exists(kSystem[i])) strlist_add(&c->system_ro, kSystem[i]);
-    static const char *const tools[] = {"nvcc", "cmake", "cc", "nm", "compute-sanitizer", "ncu"};
-    for (size_t i = 0; i < sizeof tools / sizeof tools[0]; ++i) add_prefix_of(c, tools[i]);
+    sandbox_system(c);
     c->gpu_minor = own_gpu_minor();
     find_gpu_nodes(c);
     const char *env = getenv("FUSIONLAB_BWRAP");

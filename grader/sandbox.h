@@ -58,6 +58,10 @@ typedef struct {
  * sandboxed; otherwise -1 and *why (caller frees) says why not. `uid` < 0:
  * nobody (65534) when the grader is root. */
 int sandbox_init(sandbox_cfg *c, long uid, char **why);
+/* The system's folders (what a sandbox binds read-only, and where a student's
+ * file may take its includes from) into c->system_ro: what sandbox_init
+ * does first; --no-sandbox needs the list too. */
+void sandbox_system(sandbox_cfg *c);
 /* Check that the sandbox's user can read `path` (a folder the steps bind):
  * 0 when it can; otherwise -1 and *why. */
 int sandbox_check_readable(const sandbox_cfg *c, const char *path, char **why);

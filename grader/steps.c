@@ -137,6 +137,7 @@ int run_step(grader *g, step_kind kind, const lesson_info *li, const char *scrat
         opts.limits = &lim;
         opts.env_set = env;
         opts.env_unset = unset;
+        if (opts.cwd == NULL) opts.cwd = st.chdir; /* where the sandbox would start it */
     }
     opts.cwd = scratch ? scratch : opts.cwd;
     int rc = proc_run(full.v, &opts, r);
