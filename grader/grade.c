@@ -21,6 +21,7 @@
 #include <cJSON.h>
 #include <ctype.h>
 #include <pwd.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,11 @@ static void usage(FILE *f)
             "                    GPU), each grading a shard of the submissions with its\n"
             "                    own scratch build, reference run and sandbox user; the\n"
             "                    shards are collected into OUT as one run would write it\n"
+            "  --per-gpu K       with --gpus: K workers on each GPU (default 1). What times,\n"
+            "                    profiles or reads the GPU's free memory still runs alone on\n"
+            "                    it (the rubric's 'alone' list, the speed suites); the rest\n"
+            "                    runs side by side, and a run that does not come out clean\n"
+            "                    there runs again alone before it counts\n"
             "  --slurm 'OPTS'    submit the batch as a Slurm job array (sbatch OPTS, split\n"
             "                    as a shell splits words, quotes kept, nothing expanded:\n"
             "                    --partition=gpu --gres=gpu:1 --time=2:00:00 --comment='a b')\n"
@@ -357,6 +363,17 @@ static void grader_free(grader *g)
 }
 
 /* --sandbox-probe (the grader's own tests): a script run as a test step. */
+/* 1 when v is a whole number from lo to hi (into *out). */
+static int whole_number(const char *v, long lo, long hi, long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end != '\0' || errno || x < lo || x > hi) return 0;
+    *out = x;
+    return 1;
+}
+
 static int probe_main(grader *g, const char *course, const char *work, int no_sandbox,
                       char **probe)
 {
@@ -401,9 +418,11 @@ int main(int argc, char **argv)
     int opts_done = 0, no_sandbox = 0, jobs_given = 0;
     char **probe = NULL;
     const char *gpus_spec = NULL, *slurm_opts = NULL, *collect_out = NULL;
+    int per_gpu = 1;
     int shard_i = 0, shard_n = 0, shards = 0;
     strlist passthru = {0}; /* what workers and Slurm tasks are given as it is */
     g.sandbox_uid = -1;
+    g.gpu_fd = g.gate_fd = -1;
     int uid_unused = 0;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
@@ -434,6 +453,22 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--gpus") == 0) {
             TAKE(gpus_spec);
             keep = 0;
+        } else if (strcmp(a, "--per-gpu") == 0) {
+            const char *v;
+            TAKE(v);
+            keep = 0;
+            long x = 0;
+            if (!whole_number(v, 1, 64, &x)) {
+                fprintf(stderr, "fusionlab_grade: --per-gpu needs a number of workers from 1 to "
+                        "64, not '%s'\n", v);
+                return 2;
+            }
+            per_gpu = (int)x;
+        } else if (strcmp(a, "--gpu-lock") == 0) {
+            /* (given by --gpus to workers that share a GPU: gpulock.c) */
+            const char *v;
+            TAKE(v);
+            g.gpu_lock = xstrdup(v);
         } else if (strcmp(a, "--slurm") == 0) {
             TAKE(slurm_opts);
             keep = 0;
@@ -481,9 +516,8 @@ int main(int argc, char **argv)
             const char *v;
             TAKE(v);
             keep = 0;
-            char *end = NULL;
-            long uid = strtol(v, &end, 10);
-            if (end == v || *end != '\0' || uid <= 0) {
+            long uid = 0;
+            if (!whole_number(v, 1, 0x7fffffffL, &uid)) {
                 fprintf(stderr, "fusionlab_grade: --sandbox-uid needs a user id above 0, not "
                         "'%s'\n", v);
                 return 2;
@@ -544,9 +578,10 @@ int main(int argc, char **argv)
         }
     }
     if ((gpus_spec != NULL) + (slurm_opts != NULL) + (shard_n > 0) > 1 ||
-        (gpus_spec && g.no_gpu) || (shards && !slurm_opts)) {
+        (gpus_spec && g.no_gpu) || (shards && !slurm_opts) || (per_gpu > 1 && !gpus_spec) ||
+        (g.gpu_lock && !shard_n)) {
         fprintf(stderr, "fusionlab_grade: --gpus, --slurm and --shard exclude each other, as do "
-                "--gpus and --no-gpu; --shards goes with --slurm\n");
+                "--gpus and --no-gpu; --shards goes with --slurm, --per-gpu with --gpus\n");
         return 2;
     }
     if (batch_check_paths(course, out, work, &paths) != 0) return 2;
@@ -562,7 +597,8 @@ int main(int argc, char **argv)
         self[len] = '\0';
         shard_launch L = {.self = self, .out = o, .work = work, .sandbox_uid = g.sandbox_uid,
                           .no_sandbox = no_sandbox, .jobs_given = jobs_given,
-                          .passthru = passthru, .paths = &paths, .n_subs = paths.n};
+                          .passthru = passthru, .paths = &paths, .n_subs = paths.n,
+                          .per_gpu = per_gpu};
         int rc = gpus_spec ? gpus_main(&L, gpus_spec) : slurm_main(&L, slurm_opts, shards);
         free(o);
         strlist_free(&passthru);
@@ -733,6 +769,11 @@ int main(int argc, char **argv)
     fprintf(stderr, "; GPU: %s\n", g.gpu ? g.gpu_name
                                          : g.no_gpu ? "hidden (--no-gpu)" : "none (GPU checks will not run)");
     g.ready = setup(&g) == 0;
+    if (g.ready && gpu_lock_open(&g) != 0) {
+        g.ready = 0;
+        g.setup_error = xstrdup("the grader could not open the lock of the GPU it shares with "
+                                "other workers");
+    }
 
     if (g.ready && keys_derive(&g, "reference", NULL, &g.reference_keys) != 0) g.ready = 0;
     if (g.ready && g.gpu) {

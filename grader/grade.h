@@ -63,6 +63,10 @@ typedef struct {
     submission_keys reference_keys; /* the seed of the reference run */
     strlist reference_notes;
     int shard_i, shard_n; /* --shard I/N (shard_n 0: the whole batch) */
+    char *gpu_lock;      /* --gpu-lock DIR: workers share this GPU (gpulock.c),
+                            or NULL: the worker has it to itself */
+    int gpu_fd, gate_fd; /* DIR/gpu and DIR/gate, open (close-on-exec) */
+    double gpu_waited_s; /* all the waits for the GPU so far */
     int ready;           /* the scratch build is configured */
     char *setup_error;   /* why it is not */
     double t0;
@@ -102,6 +106,9 @@ typedef struct {
     double build_s, run_s, verify_s;
     double scan_s, audit_s; /* the object scan; the speed audit under Nsight Compute */
     double sanitizer_s;  /* the sanitizer stage */
+    double gpu_wait_s;   /* waiting for the GPU (other workers' steps on it) */
+    int reruns;          /* steps run again alone on the GPU: shared, they did
+                            not come out clean (gpulock.c) */
     int not_run_no_gpu;  /* checks not run for want of a GPU */
     int n_killed;        /* suites stopped at their wall-clock limit, or silent */
 } lesson_result;
@@ -118,6 +125,14 @@ typedef struct {
     int done;            /* all lessons graded */
     submission_keys keys;
 } submission;
+
+/* gpulock.c: several workers on one GPU. gpu_hold waits (outside every
+ * time limit) until the GPU may be used as asked and returns the seconds it
+ * waited; without --gpu-lock it returns 0 at once. */
+typedef enum { GPU_SHARED, GPU_ALONE } gpu_use;
+int gpu_lock_open(grader *g);
+double gpu_hold(grader *g, gpu_use use);
+void gpu_release(grader *g);
 
 /* keys.c: the seed and salt of a submission's runs (0, or -1 when they
  * could not be made) */

@@ -88,6 +88,10 @@ char *stage_times(const lesson_result *lr)
     if (lr->sanitizer_s > 0)
         sbuf_addf(&b, "%ssanitizer %.1f s", b.len ? ", " : "", lr->sanitizer_s);
     if (b.len == 0) sbuf_add(&b, "no stage ran");
+    /* several workers on one GPU: the stages' times above include these */
+    if (lr->gpu_wait_s >= 0.05) sbuf_addf(&b, "; waited for the GPU %.1f s", lr->gpu_wait_s);
+    if (lr->reruns)
+        sbuf_addf(&b, "; %d run%s again alone on the GPU", lr->reruns, lr->reruns == 1 ? "" : "s");
     return sbuf_take(&b);
 }
 
@@ -221,7 +225,9 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
      * of the worked solution that ran but compared nothing is taken on the
      * report's word: verify.c) */
     t = now_s();
+    lr->gpu_wait_s += gpu_hold(g, GPU_ALONE); /* (timing: nothing else on the GPU) */
     char *unaudited = audit_speed(g, s, lr, binary, &suites, runs, progress);
+    gpu_release(g);
     lr->audit_s = now_s() - t;
     char *unverified = verify_runs(g, s, lr, &suites, runs, evidence, progress);
     t = now_s();
@@ -287,8 +293,10 @@ void run_reference(grader *g, const lesson_info *li, const rubric_lesson *rl)
         fprintf(stderr, "== reference: lesson %s, worked solution, suite %s\n", li->number,
                 suites.v[i]);
         suite_run sr;
+        gpu_hold(g, GPU_ALONE);
         run_suite(g, STEP_TRUSTED, &g->reference_keys, binary, suites.v[i], g->suite_timeout,
                   &sr, NULL, NULL);
+        gpu_release(g);
         for (int j = 0; j < sr.speed.n; ++j) {
             const speed_rec *r = &sr.speed.v[j];
             g->reference.v = xrealloc(g->reference.v,

@@ -170,6 +170,34 @@ int rubric_load(const char *path, rubric *r, char **err)
                 rc = -1;
                 break;
             }
+            const cJSON *alone = cJSON_GetObjectItemCaseSensitive(ls, "alone");
+            if (alone && !cJSON_IsArray(alone)) {
+                *err = xasprintf("%s: lesson %s: \"alone\" must be a list of \"suite\" or "
+                                 "\"suite/test\" names", path, l->number);
+                rc = -1;
+                break;
+            }
+            l->alone = xcalloc((size_t)cJSON_GetArraySize(alone) + 1, sizeof *l->alone);
+            const cJSON *a;
+            cJSON_ArrayForEach(a, alone)
+            {
+                const char *v = cJSON_IsString(a) ? a->valuestring : "";
+                int ok = v[0] != '\0' && v[0] != '/', slashes = 0;
+                for (const char *p = v; *p && ok; ++p) {
+                    if (*p == '/') ok = ++slashes == 1 && p[1] != '\0';
+                    else ok = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+                              (*p >= '0' && *p <= '9') || *p == '_';
+                }
+                if (!ok) {
+                    *err = xasprintf("%s: lesson %s: \"alone\" entry \"%s\" is not \"suite\" "
+                                     "or \"suite/test\" (letters, digits and _)", path,
+                                     l->number, v);
+                    rc = -1;
+                    break;
+                }
+                l->alone[l->n_alone++] = xstrdup(v);
+            }
+            if (rc != 0) break;
             l->checks = xcalloc((size_t)cJSON_GetArraySize(checks), sizeof *l->checks);
             const cJSON *c;
             cJSON_ArrayForEach(c, checks)
@@ -201,6 +229,22 @@ const rubric_lesson *rubric_find(const rubric *r, const char *number)
     return NULL;
 }
 
+int rubric_alone(const rubric_lesson *l, const char *suite, const char *test)
+{
+    size_t n = strlen(suite);
+    for (int i = 0; i < l->n; ++i)
+        if (l->checks[i].kind == KIND_SPEED && l->checks[i].suite &&
+            strcmp(l->checks[i].suite, suite) == 0)
+            return 1;
+    for (int i = 0; i < l->n_alone; ++i) {
+        const char *a = l->alone[i];
+        if (strncmp(a, suite, n) != 0) continue;
+        if (a[n] == '\0') return 1;
+        if (test && a[n] == '/' && strcmp(a + n + 1, test) == 0) return 1;
+    }
+    return 0;
+}
+
 void rubric_free(rubric *r)
 {
     for (int i = 0; i < r->n; ++i) {
@@ -211,6 +255,8 @@ void rubric_free(rubric *r)
             free(k->visibility);
         }
         free(l->checks);
+        for (int j = 0; j < l->n_alone; ++j) free(l->alone[j]);
+        free(l->alone);
         free(l->number);
         free(l->title);
     }

@@ -37,7 +37,14 @@ typedef struct {
     char *title;
     rubric_check *checks;
     int n;
+    char **alone;      /* "suite" or "suite/test": what needs the GPU to itself
+                          when workers share one (it times, profiles or reads
+                          the GPU's free memory); speed suites always do */
+    int n_alone;
 } rubric_lesson;
+
+/* 1 when suite (and test, or NULL: the whole suite) needs the GPU alone. */
+int rubric_alone(const rubric_lesson *l, const char *suite, const char *test);
 
 typedef struct {
     double speed_full_within; /* full marks within this factor of the solution's time */

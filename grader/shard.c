@@ -363,7 +363,7 @@ static int slurm_pending(const char *out)
 /* The argument vector of worker/task i: the shard options first, then what
  * the instructor gave (the submissions included). */
 static char **worker_argv(const shard_launch *L, int i, int of, const char *work, long uid,
-                          int jobs)
+                          int jobs, const char *gpu_lock)
 {
     char **v = xcalloc((size_t)L->passthru.n + 16, sizeof *v);
     int k = 0;
@@ -385,6 +385,10 @@ static char **worker_argv(const shard_launch *L, int i, int of, const char *work
     if (jobs > 0) {
         v[k++] = xstrdup("--jobs");
         v[k++] = xasprintf("%d", jobs);
+    }
+    if (gpu_lock) {
+        v[k++] = xstrdup("--gpu-lock");
+        v[k++] = xstrdup(gpu_lock);
     }
     for (int j = 0; j < L->passthru.n; ++j) v[k++] = xstrdup(L->passthru.v[j]);
     v[k] = NULL;
@@ -518,7 +522,8 @@ int gpus_main(shard_launch *L, const char *spec)
         strlist_free(&cuda_ids);
         return 2;
     }
-    int n = gpus.n < L->n_subs ? gpus.n : L->n_subs;
+    int per = L->per_gpu > 1 ? L->per_gpu : 1;
+    int n = gpus.n * per < L->n_subs ? gpus.n * per : L->n_subs;
     long *uids = xcalloc((size_t)n, sizeof *uids);
     if (worker_uids(L, n, uids) != 0 ||
         sharded_begin(L, "grading did not finish: the batch is being graded on several GPUs")) {
@@ -531,14 +536,35 @@ int gpus_main(shard_launch *L, const char *spec)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     if (cpus < 1) cpus = 2;
     int jobs = L->jobs_given ? 0 : cpus / n > 0 ? (int)(cpus / n) : 1;
-    fprintf(stderr, "== grading %d submission%s on %d GPU%s, one worker each:\n", L->n_subs,
-            L->n_subs == 1 ? "" : "s", n, n == 1 ? "" : "s");
+    int ngpu = n < gpus.n ? n : gpus.n;
+    if (per == 1)
+        fprintf(stderr, "== grading %d submission%s on %d GPU%s, one worker each:\n", L->n_subs,
+                L->n_subs == 1 ? "" : "s", n, n == 1 ? "" : "s");
+    else
+        fprintf(stderr, "== grading %d submission%s on %d GPU%s, %d workers in all (up to %d a "
+                "GPU; what times or reads the free memory runs alone on its GPU):\n",
+                L->n_subs, L->n_subs == 1 ? "" : "s", ngpu, ngpu == 1 ? "" : "s", n, per);
     pid_t *pids = xcalloc((size_t)n, sizeof *pids);
     for (int i = 0; i < n && !proc_interrupted(); ++i) {
-        char *w = xasprintf("%s/gpu-%s", work, gpus.v[i]);
-        char **argv = worker_argv(L, i, n, w, uids[i], jobs);
-        fprintf(stderr, "   worker %d: GPU %s", i, gpus.v[i]);
-        if (strcmp(gpus.v[i], cuda_ids.v[i]) != 0) fprintf(stderr, " (%s)", cuda_ids.v[i]);
+        int gi = i % gpus.n; /* worker i's GPU: round robin */
+        char *w = per == 1 ? xasprintf("%s/gpu-%s", work, gpus.v[gi])
+                           : xasprintf("%s/gpu-%s-w%d", work, gpus.v[gi], i / gpus.n);
+        /* the lock the workers of one GPU share (gpulock.c); under --work,
+         * which no sandbox binds */
+        char *lock = NULL;
+        if (per > 1) {
+            lock = xasprintf("%s/gpu-%s.lock", work, gpus.v[gi]);
+            if (mkdir_p(lock) != 0) {
+                fprintf(stderr, "fusionlab_grade: cannot create %s\n", lock);
+                free(lock);
+                free(w);
+                break;
+            }
+        }
+        char **argv = worker_argv(L, i, n, w, uids[i], jobs, lock);
+        free(lock);
+        fprintf(stderr, "   worker %d: GPU %s", i, gpus.v[gi]);
+        if (strcmp(gpus.v[gi], cuda_ids.v[gi]) != 0) fprintf(stderr, " (%s)", cuda_ids.v[gi]);
         fprintf(stderr, ", shard %d of %d, scratch %s", i, n, w);
         if (uids[i] >= 0) fprintf(stderr, ", sandbox uid %ld", uids[i]);
         fprintf(stderr, "\n");
@@ -549,7 +575,7 @@ int gpus_main(shard_launch *L, const char *spec)
             /* a worker ends with the batch that started it */
             prctl(PR_SET_PDEATHSIG, SIGTERM);
             if (getppid() != parent) _exit(130);
-            setenv("CUDA_VISIBLE_DEVICES", cuda_ids.v[i], 1);
+            setenv("CUDA_VISIBLE_DEVICES", cuda_ids.v[gi], 1);
             setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
             execv(argv[0], argv);
             fprintf(stderr, "fusionlab_grade: cannot start worker %d (%s): %s\n", i, argv[0],
@@ -586,8 +612,8 @@ int gpus_main(shard_launch *L, const char *spec)
                 int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
                 if (code != 0) {
                     ++failed;
-                    fprintf(stderr, "== worker %d (GPU %s) ended with status %d\n", i, gpus.v[i],
-                            code);
+                    fprintf(stderr, "== worker %d (GPU %s) ended with status %d\n", i,
+                            gpus.v[i % gpus.n], code);
                 }
             }
     }

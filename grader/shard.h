@@ -52,9 +52,11 @@ typedef struct {
     strlist passthru;      /* every other argument, submissions included */
     const strlist *paths;  /* the submissions, in order */
     int n_subs;
+    int per_gpu;           /* --per-gpu: workers on each GPU (1: one each) */
 } shard_launch;
 
-/* --gpus LIST|all: one worker per GPU, each a shard of its own on
+/* --gpus LIST|all: one worker per GPU (per_gpu of them with --per-gpu,
+ * sharing a lock: gpulock.c), each a shard of its own on
  * CUDA_VISIBLE_DEVICES=that GPU, then collect. Returns the exit code. */
 int gpus_main(shard_launch *L, const char *gpus);
 

@@ -253,16 +253,19 @@ static void suite_no_report(const proc_result *r, const suite_run *logged, suite
     }
 }
 
-void run_suite(grader *g, step_kind kind, const submission_keys *keys, const char *binary,
-               const char *suite, double timeout, suite_run *sr, char **log_out,
-               char **evidence_out)
+/* One run of `suite` (of the tests that `tests` matches, a Criterion
+ * pattern: NULL for all of them). */
+static void run_suite_part(grader *g, step_kind kind, const submission_keys *keys,
+                           const char *binary, const char *suite, const char *tests,
+                           const char *tag, double timeout, suite_run *sr, char **log_out,
+                           char **evidence_out)
 {
     memset(sr, 0, sizeof *sr);
     sr->suite = xstrdup(suite);
     if (evidence_out) *evidence_out = NULL;
     /* a fresh scratch folder per run: the report, the speed log and the
      * evidence are written there, and nowhere else can the run write */
-    char *name = xasprintf("%s-%s", kind == STEP_TRUSTED ? "trusted" : "test", suite);
+    char *name = xasprintf("%s-%s%s", kind == STEP_TRUSTED ? "trusted" : "test", suite, tag);
     for (char *p = name; *p; ++p)
         if (*p == '/') *p = '_';
     char *scratch = step_scratch(g, name);
@@ -276,7 +279,7 @@ void run_suite(grader *g, step_kind kind, const submission_keys *keys, const cha
     char *speed = path_join(scratch, "speed.jsonl");
     char *evidence = path_join(scratch, "evidence.bin");
     char *json_opt = xasprintf("--json=%s", json);
-    char *filter = xasprintf("%s/*", suite);
+    char *filter = xasprintf("%s/%s", suite, tests ? tests : "*");
     char *speed_env = xasprintf("FUSIONLAB_SPEED_LOG=%s", speed);
     char *evidence_env = xasprintf("FUSIONLAB_EVIDENCE=%s", evidence);
     char *salt_env = xasprintf("FUSIONLAB_EVIDENCE_SALT=%s", keys && keys->salt ? keys->salt : "0");
@@ -343,6 +346,218 @@ void run_suite(grader *g, step_kind kind, const submission_keys *keys, const cha
     free(scratch);
 }
 
+void run_suite(grader *g, step_kind kind, const submission_keys *keys, const char *binary,
+               const char *suite, double timeout, suite_run *sr, char **log_out,
+               char **evidence_out)
+{
+    run_suite_part(g, kind, keys, binary, suite, NULL, "", timeout, sr, log_out, evidence_out);
+}
+
+/* ---- 4a. several workers on one GPU ------------------------------------------- */
+
+/* Every case ran and passed, and the run ended with its report. */
+static int came_out_clean(const suite_run *sr)
+{
+    if (sr->state != SR_OK || sr->n == 0) return 0;
+    for (int i = 0; i < sr->n; ++i)
+        if (sr->cases[i].status != CR_PASSED) return 0;
+    return 1;
+}
+
+static int case_cmp(const void *a, const void *b)
+{
+    const cr_case *x = a, *y = b;
+    int c = strcmp(x->test, y->test);
+    return c;
+}
+
+/* Append the cases, speed records and state of `b` to `a` (b is freed):
+ * the tests come out in Criterion's own order (by name within a suite,
+ * what one run of the whole suite gives), each test's cases in the order
+ * they ran (mergesort-like: a stable sort of whole tests). */
+static void merge_runs(suite_run *a, suite_run *b)
+{
+    int n = a->n + b->n;
+    cr_case *all = xmalloc((size_t)(n + 1) * sizeof *all);
+    /* stable: a test's cases are all in a or all in b, each in its order */
+    int k = 0;
+    for (int i = 0; i < a->n; ++i) all[k++] = a->cases[i];
+    for (int i = 0; i < b->n; ++i) all[k++] = b->cases[i];
+    for (int i = 1; i < n; ++i) { /* insertion sort: stable, and n is small */
+        cr_case c = all[i];
+        int j = i - 1;
+        while (j >= 0 && case_cmp(&all[j], &c) > 0) {
+            all[j + 1] = all[j];
+            --j;
+        }
+        all[j + 1] = c;
+    }
+    free(a->cases);
+    free(b->cases);
+    a->cases = all;
+    a->n = n;
+    b->cases = NULL;
+    b->n = 0;
+    if (b->state != SR_OK && a->state == SR_OK) a->state = b->state;
+    if (b->why) {
+        char *w = a->why ? xasprintf("%s; %s", a->why, b->why) : xstrdup(b->why);
+        free(a->why);
+        a->why = w;
+    }
+    a->elapsed += b->elapsed;
+    for (int i = 0; i < b->speed.n; ++i) {
+        a->speed.v = xrealloc(a->speed.v, (size_t)(a->speed.n + 1) * sizeof *a->speed.v);
+        a->speed.v[a->speed.n++] = b->speed.v[i];
+    }
+    free(b->speed.v);
+    b->speed.v = NULL;
+    b->speed.n = 0;
+    suite_run_free(b);
+}
+
+/* Drop the cases of tests that the run's pattern left out (Criterion's report
+ * lists them as skipped): keep those whose test is in `names` ("a|b"), or,
+ * with `in` 0, those whose test is not. */
+static void keep_tests(suite_run *sr, const char *names, int in)
+{
+    int k = 0;
+    for (int i = 0; i < sr->n; ++i) {
+        char *pat = xasprintf("|%s|", sr->cases[i].test);
+        char *all = xasprintf("|%s|", names);
+        int listed = strstr(all, pat) != NULL;
+        free(pat);
+        free(all);
+        if (listed == in) {
+            sr->cases[k++] = sr->cases[i];
+        } else {
+            free(sr->cases[i].test);
+            free(sr->cases[i].message);
+            free(sr->cases[i].extra);
+        }
+    }
+    sr->n = k;
+}
+
+/* The evidence of two runs as one file of the grader's own (records are
+ * self-contained: one after the other is a valid file). NULL when neither
+ * wrote any. */
+static char *evidence_join(grader *g, const char *suite, const char *tag, char *x, char *y)
+{
+    if (x == NULL || y == NULL) {
+        char *one = x ? x : y;
+        free(x == one ? y : x);
+        return one;
+    }
+    char *name = xasprintf("evidence-%s%s.bin", suite, tag);
+    char *path = path_join(g->run_dir, name);
+    free(name);
+    size_t lx = 0, ly = 0;
+    int tx = 0, ty = 0;
+    char *dx = read_file(x, 256u << 20, &lx, &tx), *dy = read_file(y, 256u << 20, &ly, &ty);
+    FILE *f = fopen(path, "wb");
+    int ok = f && dx && dy && !tx && !ty && fwrite(dx, 1, lx, f) == lx && fwrite(dy, 1, ly, f) == ly;
+    if (f && fclose(f) != 0) ok = 0;
+    free(dx);
+    free(dy);
+    free(x);
+    free(y);
+    if (!ok) { /* what verify reads as damaged: nothing borne out */
+        FILE *bad = fopen(path, "wb");
+        if (bad) {
+            fputs("(the grader could not put this suite's evidence together)", bad);
+            fclose(bad);
+        }
+    }
+    return path;
+}
+
+/* `suite` for one worker among several on this GPU (--gpu-lock): the tests
+ * the rubric lists as needing the GPU alone (rubric_alone) run holding it
+ * alone; the rest run beside the other workers' steps, and when that run does
+ * not come out clean it runs again alone and only that run counts (so a
+ * neighbour can cost time, never a case). Without --gpu-lock: one run of the
+ * whole suite, as always. The cases come out as one run of the suite gives
+ * them. *waited: the seconds spent waiting for the GPU. */
+static void run_suite_gpu(grader *g, lesson_result *lr, step_kind kind,
+                          const submission_keys *keys, const char *binary, const char *suite,
+                          double timeout, suite_run *sr, char **log_out, char **evidence_out)
+{
+    const rubric_lesson *rl = lr->rl;
+    if (g->gpu_lock == NULL || !g->gpu) { /* (no GPU: nothing to share) */
+        run_suite(g, kind, keys, binary, suite, timeout, sr, log_out, evidence_out);
+        return;
+    }
+    if (rubric_alone(rl, suite, NULL)) {
+        lr->gpu_wait_s += gpu_hold(g, GPU_ALONE);
+        run_suite(g, kind, keys, binary, suite, timeout, sr, log_out, evidence_out);
+        gpu_release(g);
+        return;
+    }
+    /* the tests of this suite that need the GPU alone: "suite/test" entries */
+    sbuf alone = {0};
+    size_t n = strlen(suite);
+    for (int i = 0; i < rl->n_alone; ++i)
+        if (strncmp(rl->alone[i], suite, n) == 0 && rl->alone[i][n] == '/')
+            sbuf_addf(&alone, "%s%s", alone.len ? "|" : "", rl->alone[i] + n + 1);
+    char *names = alone.len ? xstrdup(alone.s) : NULL;
+    char *rest = alone.len ? xasprintf("!(%s)", alone.s) : NULL;
+    char *only = alone.len ? xasprintf("@(%s)", alone.s) : NULL;
+    sbuf_free(&alone);
+
+    char *log = NULL, *ev = NULL;
+    lr->gpu_wait_s += gpu_hold(g, GPU_SHARED);
+    double t0 = now_s();
+    run_suite_part(g, kind, keys, binary, suite, rest, "-shared", timeout, sr, &log, &ev);
+    gpu_release(g);
+    if (names) keep_tests(sr, names, 0);
+    if (!came_out_clean(sr) && !proc_interrupted()) {
+        /* beside other workers: again, alone; only this run counts */
+        suite_run again;
+        char *log2 = NULL, *ev2 = NULL;
+        lr->gpu_wait_s += gpu_hold(g, GPU_ALONE);
+        run_suite_part(g, kind, keys, binary, suite, rest, "-again", timeout, &again, &log2,
+                       &ev2);
+        gpu_release(g);
+        if (names) keep_tests(&again, names, 0);
+        lr->reruns++;
+        char *both = xasprintf("(this run beside other workers' steps did not come out clean "
+                               "(%d case%s); it was run again with the GPU alone, and only "
+                               "that run counts)\n%s\n==== again, alone on the GPU\n%s",
+                               sr->n, sr->n == 1 ? "" : "s", log ? log : "", log2 ? log2 : "");
+        free(log);
+        free(log2);
+        free(ev);
+        log = both;
+        ev = ev2;
+        suite_run_free(sr);
+        *sr = again;
+    }
+    if (only && !proc_interrupted()) {
+        double left = timeout - (now_s() - t0);
+        suite_run part;
+        char *log2 = NULL, *ev2 = NULL;
+        lr->gpu_wait_s += gpu_hold(g, GPU_ALONE);
+        run_suite_part(g, kind, keys, binary, suite, only, "-alone", left > 5 ? left : 5, &part,
+                       &log2, &ev2);
+        gpu_release(g);
+        keep_tests(&part, names, 1);
+        char *both = xasprintf("%s\n==== %s/%s, alone on the GPU\n%s", log ? log : "", suite,
+                               only, log2 ? log2 : "");
+        free(log);
+        free(log2);
+        log = both;
+        merge_runs(sr, &part);
+        ev = evidence_join(g, suite, kind == STEP_TRUSTED ? "-trusted" : "-test", ev, ev2);
+    }
+    free(names);
+    free(rest);
+    free(only);
+    if (log_out) *log_out = log;
+    else free(log);
+    if (evidence_out) *evidence_out = ev;
+    else free(ev);
+}
+
 void suite_run_free(suite_run *sr)
 {
     for (int i = 0; i < sr->n; ++i) {
@@ -364,8 +579,10 @@ suite_run *run_suites(grader *g, submission *s, lesson_result *lr, const char *b
     suite_run *runs = xcalloc((size_t)(suites->n + 1), sizeof *runs);
     *evidence = xcalloc((size_t)(suites->n + 1), sizeof **evidence);
     sbuf alllog = {0};
+    double waited0 = lr->gpu_wait_s;
     for (int i = 0; i < suites->n; ++i) {
-        double left = g->lesson_timeout - (now_s() - t_start);
+        /* (the waits for the GPU are not the student's time) */
+        double left = g->lesson_timeout - (now_s() - t_start - (lr->gpu_wait_s - waited0));
         if (proc_interrupted() || left < 5.0) {
             runs[i].suite = xstrdup(suites->v[i]);
             runs[i].state = SR_NOT_RUN;
@@ -377,8 +594,8 @@ suite_run *run_suites(grader *g, submission *s, lesson_result *lr, const char *b
         double limit = g->suite_timeout < left ? g->suite_timeout : left;
         fprintf(stderr, "%s: running %s (limit %.0f s)\n", progress, suites->v[i], limit);
         char *log = NULL;
-        run_suite(g, STEP_TEST, &s->keys, binary, suites->v[i], limit, &runs[i], &log,
-                  &(*evidence)[i]);
+        run_suite_gpu(g, lr, STEP_TEST, &s->keys, binary, suites->v[i], limit, &runs[i], &log,
+                      &(*evidence)[i]);
         sbuf_addf(&alllog, "==== suite %s: %.1f s%s%s\n", suites->v[i], runs[i].elapsed,
                   runs[i].why ? " -- " : "", runs[i].why ? runs[i].why : "");
         if (runs[i].state == SR_KILLED || runs[i].state == SR_NO_REPORT) {
@@ -424,8 +641,8 @@ char *verify_runs(grader *g, submission *s, lesson_result *lr, const strlist *su
         }
         fprintf(stderr, "%s: verifying %s against the worked solution\n", progress,
                 suites->v[i]);
-        run_suite(g, STEP_TRUSTED, &s->keys, binary, suites->v[i], g->suite_timeout, &tru[i],
-                  NULL, &tev[i]);
+        run_suite_gpu(g, lr, STEP_TRUSTED, &s->keys, binary, suites->v[i], g->suite_timeout,
+                      &tru[i], NULL, &tev[i]);
     }
     lr->verify_s = now_s() - t0;
     char *why = verify_lesson(suites, runs, evidence, tru, tev);
@@ -523,8 +740,12 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
     sbuf files = {0};
     for (int i = 0; i < li->exercise.n; ++i)
         sbuf_addf(&files, "%s%s", i ? " " : "", li->exercise.v[i]);
-    char *argv[] = {"sh", script, "--tool", "all", "--timeout", per_tool, "--out", outdir,
-                    "--files", (char *)sbuf_str(&files), (char *)binary, NULL};
+    /* each tool's test processes side by side: about as many processes in all
+     * as the worker has CPUs (--jobs; the tools are mostly CPU-bound) */
+    char jobs[16];
+    snprintf(jobs, sizeof jobs, "%d", g->jobs / 4 > 1 ? g->jobs / 4 : 1);
+    char *argv[] = {"sh", script, "--tool", "all", "--timeout", per_tool, "--jobs", jobs,
+                    "--out", outdir, "--files", (char *)sbuf_str(&files), (char *)binary, NULL};
     char *seed_env = s->keys.seed ? xasprintf("FUSIONLAB_GRADE_SEED=%s", s->keys.seed) : NULL;
     const char *env_set[3] = {NULL, NULL, NULL};
     int e = 0;
@@ -574,6 +795,21 @@ void run_sanitizer(grader *g, submission *s, lesson_result *lr, const char *bina
                  * whole limit too: 0 points, and the time saved */
                 san->output = xstrdup("not run: a test of this lesson ran past its time limit "
                                       "(a kernel that never ends?); the sanitizer would hang too");
-            else sanitize(g, s, lr, binary, progress, san);
+            else {
+                /* beside other workers' steps; a verdict other than clean
+                 * is checked again with the GPU alone, and that one counts */
+                lr->gpu_wait_s += gpu_hold(g, GPU_SHARED);
+                sanitize(g, s, lr, binary, progress, san);
+                gpu_release(g);
+                if (g->gpu_lock && g->gpu && san->status != ST_PASSED && !proc_interrupted()) {
+                    free(san->output);
+                    san->output = NULL;
+                    san->status = ST_NOT_RUN;
+                    lr->reruns++;
+                    lr->gpu_wait_s += gpu_hold(g, GPU_ALONE);
+                    sanitize(g, s, lr, binary, progress, san);
+                    gpu_release(g);
+                }
+            }
         }
 }

@@ -1,0 +1,91 @@
+#!/bin/sh
+# tests/grader/alone_list.sh COURSE — ctest grader/alone-list: the rubric's
+# "alone" lists (grader/rubric.json) name every test that needs the GPU to
+# itself when several grading workers share one (./lab grade --per-gpu),
+# and nothing else.
+#
+# A test needs it when its body, or a function of its file that it calls
+# (directly or through others), reads the GPU's free memory
+# (cudaMemGetInfo: its inputs would be sized by what the neighbours left
+# free) or its DRAM counters (counters_measure, Nsight Compute: the counters
+# see every process's traffic). Speed suites are always run alone by the
+# grader and need no entry. Each lesson's list must cover every such test
+# (by "suite/test" or the whole "suite"), and every entry must name a suite
+# or test of that lesson's test program. The rubric keeps each list on one
+# line ("alone": [...]).
+set -u
+course=${1:?usage: alone_list.sh COURSE}
+rubric=$course/grader/rubric.json
+fail=0
+checked=0
+for src in "$course"/tests/test_[0-9][0-9]_*.c; do
+    nn=$(basename "$src" | sed 's/^test_\([0-9][0-9]\)_.*/\1/')
+    # the lesson's list, from the line after its key
+    list=$(awk -v key="\"$nn\": {" 'index($0, key) { on = 1; next }
+        on && /"alone":/ { sub(/^.*"alone": *\[/, ""); sub(/\].*$/, ""); gsub(/[" ]/, ""); print; exit }
+        on && /"checks":/ { exit }' "$rubric")
+    # tests that need the GPU alone, and every suite/test the file defines
+    found=$(awk '
+        function flush_calls(body,   s, id) {
+            s = body
+            while (match(s, /[A-Za-z_][A-Za-z0-9_]*[ ]*\(/)) {
+                id = substr(s, RSTART, RLENGTH); sub(/[ ]*\($/, "", id)
+                calls[cur] = calls[cur] " " id " "
+                s = substr(s, RSTART + RLENGTH)
+            }
+        }
+        /^(Parameterized)?Test\(/ {
+            line = $0
+            sub(/^(Parameterized)?Test\(/, "", line)
+            if ($0 ~ /^ParameterizedTest\(/) sub(/^[^,]*, */, "", line)
+            n = split(line, p, /, */)
+            suite = p[1]; test = p[2]; sub(/[ ){].*$/, "", test)
+            cur = "T:" suite "/" test; defined[suite "/" test] = 1; defined[suite] = 1
+            flush_calls($0)    # a body on the same line: Test(s, t) { helper(); }
+            next
+        }
+        /^(static )?[A-Za-z_][A-Za-z0-9_ *]*[ *]([A-Za-z_][A-Za-z0-9_]*)\(/ && $0 !~ /;[ ]*$/ {
+            line = $0; sub(/\(.*$/, "", line); n = split(line, w, /[ *]+/)
+            cur = "F:" w[n]
+            next
+        }
+        cur != "" {
+            if ($0 ~ /cudaMemGetInfo|counters_measure/) direct[cur] = 1
+            flush_calls($0)
+        }
+        END {
+            for (k in direct) needs[k] = 1
+            changed = 1
+            while (changed) {
+                changed = 0
+                for (k in calls) {
+                    if (k in needs) continue
+                    for (f in needs) {
+                        if (f !~ /^F:/) continue
+                        if (index(calls[k], " " substr(f, 3) " ")) { needs[k] = 1; changed = 1; break }
+                    }
+                }
+            }
+            for (k in needs) if (k ~ /^T:/) print "need " substr(k, 3)
+            for (d in defined) print "def " d
+        }' "$src")
+    [ -n "${ALONE_DEBUG:-}" ] && printf "%s: %s\n" "$nn" "$(printf "%s\n" "$found" | grep "^need" | tr "\n" " ")"
+    for t in $(printf '%s\n' "$found" | sed -n 's/^need //p' | sort -u); do
+        checked=$((checked + 1))
+        suite=${t%%/*}
+        case ",$list," in
+            *",$t,"*|*",$suite,"*) ;;
+            *) echo "FAIL lesson $nn: $t reads the GPU's free memory or counters but is not in the rubric's \"alone\" list ($list)"
+               fail=1 ;;
+        esac
+    done
+    for e in $(printf '%s\n' "$list" | tr ',' ' '); do
+        printf '%s\n' "$found" | grep -qx "def $e" || {
+            echo "FAIL lesson $nn: \"alone\" entry $e is no suite or test of $(basename "$src")"
+            fail=1
+        }
+    done
+done
+[ $checked -gt 0 ] || { echo "FAIL: no test that reads the free memory was found: the scan is broken"; exit 1; }
+[ $fail = 0 ] && echo "PASS: the rubric's \"alone\" lists cover all $checked tests that read the GPU's free memory or counters"
+exit $fail
