@@ -61,11 +61,15 @@ static void kernels_of(grader *g, char *const *files, int n, int sandboxed, strs
     for (int i = 0; i < defs.n; ++i) {
         const char *kname = defs.v[i];
         if (kname[0] != '_') continue;
+        /* a static kernel's host symbol is _ZL<n>name, its stub's tail and
+         * its name on the GPU (what ncu reports) _Z<n>name */
+        char *dev = starts_with(kname, "_ZL") ? xasprintf("_Z%s", kname + 3) : xstrdup(kname);
         for (size_t j = 0; j < stubs.n; ++j)
-            if (starts_with(stubs.v[j], kname + 1)) {
-                strset_add(out, kname);
+            if (starts_with(stubs.v[j], dev + 1)) {
+                strset_add(out, dev);
                 break;
             }
+        free(dev);
     }
     strset_free(&stubs);
     strlist_free(&defs);
@@ -131,7 +135,8 @@ static void sum_csv(const char *csv, strset *mine, strset *harness, strset *base
                 a->rows++;
                 if (a->seen.n < 6 && !strlist_has(&a->seen, name)) strlist_add(&a->seen, name);
                 if (strset_has(mine, name)) {
-                    if (strset_has(base, name) && !a->clash) a->clash = xstrdup(name);
+                    if ((strset_has(base, name) || strset_has(harness, name)) && !a->clash)
+                        a->clash = xstrdup(name);
                     a->student_ns += t;
                     a->student_n++;
                 } else if (!strset_has(harness, name)) {
@@ -148,12 +153,14 @@ static void sum_csv(const char *csv, strset *mine, strset *harness, strset *base
 /* ncu's --kernel-name for "every kernel but the harness's, less its input
  * fill": regex:^(?!(A|B|...)$), or NULL when there is nothing to leave out
  * (a name with other characters than a mangled name has is not left out). */
-static char *harness_filter(const strset *harness)
+static char *harness_filter(const strset *harness, strset *mine)
 {
     sbuf b = {0};
     for (size_t i = 0; i < harness->n; ++i) {
         const char *n = harness->v[i];
-        if (strstr(n, "fill")) continue;
+        /* (a kernel of the student's with a harness kernel's name, static
+         * so that the link allows it, stays in: the audit then says so) */
+        if (strstr(n, "fill") || strset_has(mine, n)) continue;
         int plain = n[0] != '\0';
         for (const char *p = n; *p && plain; ++p)
             plain = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
@@ -170,9 +177,9 @@ static char *harness_filter(const strset *harness)
 }
 
 /* ncu over one speed test; *why when it could not measure. */
-static int audit_test(grader *g, submission *s, const char *binary, const char *suite,
-                      const char *test, strset *mine, strset *harness, strset *base,
-                      audit_sum *a, char **why)
+static int audit_test(grader *g, submission *s, lesson_result *lr, const char *binary,
+                      const char *suite, const char *test, strset *mine, strset *harness,
+                      strset *base, audit_sum *a, char **why)
 {
     memset(a, 0, sizeof *a);
     *why = NULL;
@@ -190,9 +197,10 @@ static int audit_test(grader *g, submission *s, const char *binary, const char *
      * which no sum counts: they are left out of the profile, all but the
      * input fill, which every check launches and which shows the profile
      * worked (a profile with no row at all is run again without the
-     * filter). A student's kernel cannot take a harness kernel's name (the
-     * link would fail), so none of theirs can be left out. */
-    char *skip = harness_filter(harness);
+     * filter). A kernel of the student's is never left out, even one that
+     * takes a harness kernel's name (static, the link allows it): it is
+     * counted as theirs, and the name clash makes the audit fail. */
+    char *skip = harness_filter(harness, mine);
     char *argv[32];
     int k = 0;
     const char *fixed[] = {"ncu", "--target-processes", "all", "--clock-control", "none",
@@ -216,10 +224,13 @@ static int audit_test(grader *g, submission *s, const char *binary, const char *
     argv[k] = NULL;
     proc_opts o = {.timeout_s = g->suite_timeout, .head = 1 << 20, .tail = 1 << 20};
     proc_result r;
+    /* it times kernels: nothing else on the GPU (gpulock.c) */
+    lr->gpu_wait_s += gpu_hold(g, GPU_ALONE);
     run_step(g, STEP_TEST, NULL, scratch, argv, env, &o, &r);
     char *text = read_file(csv, 64u << 20, NULL, NULL);
     if (text) sum_csv(text, mine, harness, base, a);
-    if (skip && a->rows == 0 && !r.timed_out && !proc_interrupted()) {
+    int again = skip && a->rows == 0 && !r.timed_out && !proc_interrupted();
+    if (again) {
         /* again, every kernel profiled, as before the filter */
         memmove(&argv[at_filter], &argv[at_program],
                 (size_t)(k - at_program + 1) * sizeof *argv);
@@ -228,6 +239,9 @@ static int audit_test(grader *g, submission *s, const char *binary, const char *
         unlink(csv);
         run_step(g, STEP_TEST, NULL, scratch, argv, env, &o, &r);
         text = read_file(csv, 64u << 20, NULL, NULL);
+    }
+    gpu_release(g);
+    if (again) {
         free(a->clash);
         strlist_free(&a->seen);
         memset(a, 0, sizeof *a);
@@ -292,8 +306,8 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
                     claim->test);
             audit_sum a;
             char *err = NULL;
-            if (audit_test(g, s, binary, claim->suite, claim->test, &mine, &harness, &base, &a,
-                           &err) != 0) {
+            if (audit_test(g, s, lr, binary, claim->suite, claim->test, &mine, &harness, &base,
+                           &a, &err) != 0) {
                 strlist_addf(&lr->notes, "speed audit of %s::%s not run: %s", claim->suite,
                              claim->test, err);
                 free(err);
@@ -306,9 +320,9 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
                           "wrong output (an answer must not depend on knowing what comes next): "
                           "%s\n", claim->suite, claim->test, a.wrong);
             else if (a.clash)
-                sbuf_addf(&why, "%s::%s: a kernel of your file has the name of a baseline kernel "
-                          "(%s): rename it, so that the grader can tell your kernels from the "
-                          "baseline's\n", claim->suite, claim->test, a.clash);
+                sbuf_addf(&why, "%s::%s: a kernel of your file has the name of a baseline or "
+                          "test-harness kernel (%s): rename it, so that the grader can tell "
+                          "your kernels from theirs\n", claim->suite, claim->test, a.clash);
             else if (a.student_n == 0) {
                 sbuf_addf(&why, "%s::%s: the speed check passed, but no kernel of your file ran "
                           "on the GPU during it (Nsight Compute saw %d kernels:", claim->suite,

@@ -70,7 +70,8 @@ static void usage(FILE *f)
             "                    GPU), each grading a shard of the submissions with its\n"
             "                    own scratch build, reference run and sandbox user; the\n"
             "                    shards are collected into OUT as one run would write it\n"
-            "  --per-gpu K       with --gpus: K workers on each GPU (default 1). What times,\n"
+            "  --per-gpu K       with --gpus: K workers on each GPU (default 1, at most 16;\n"
+            "                    root only: each worker runs as a user of its own). What times,\n"
             "                    profiles or reads the GPU's free memory still runs alone on\n"
             "                    it (the rubric's 'alone' list, the speed suites); the rest\n"
             "                    runs side by side, and a run that does not come out clean\n"
@@ -458,9 +459,9 @@ int main(int argc, char **argv)
             TAKE(v);
             keep = 0;
             long x = 0;
-            if (!whole_number(v, 1, 64, &x)) {
+            if (!whole_number(v, 1, 16, &x)) {
                 fprintf(stderr, "fusionlab_grade: --per-gpu needs a number of workers from 1 to "
-                        "64, not '%s'\n", v);
+                        "16, not '%s'\n", v);
                 return 2;
             }
             per_gpu = (int)x;
@@ -582,6 +583,14 @@ int main(int argc, char **argv)
         (g.gpu_lock && !shard_n)) {
         fprintf(stderr, "fusionlab_grade: --gpus, --slurm and --shard exclude each other, as do "
                 "--gpus and --no-gpu; --shards goes with --slurm, --per-gpu with --gpus\n");
+        return 2;
+    }
+    if (per_gpu > 1 && !no_sandbox && geteuid() != 0) {
+        /* as one user, every worker's builds, tests and tools would count
+         * against one process limit, and a worker sharing the GPU could
+         * not be kept from another's files */
+        fprintf(stderr, "fusionlab_grade: --per-gpu %d needs root (each worker's steps then run "
+                "as a user of its own); without root, grade with one worker a GPU\n", per_gpu);
         return 2;
     }
     if (batch_check_paths(course, out, work, &paths) != 0) return 2;

@@ -225,9 +225,7 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
      * of the worked solution that ran but compared nothing is taken on the
      * report's word: verify.c) */
     t = now_s();
-    lr->gpu_wait_s += gpu_hold(g, GPU_ALONE); /* (timing: nothing else on the GPU) */
     char *unaudited = audit_speed(g, s, lr, binary, &suites, runs, progress);
-    gpu_release(g);
     lr->audit_s = now_s() - t;
     char *unverified = verify_runs(g, s, lr, &suites, runs, evidence, progress);
     t = now_s();

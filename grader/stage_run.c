@@ -8,6 +8,7 @@
  */
 #define _XOPEN_SOURCE 700
 #include "stages.h"
+#include "../common/evidence.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -471,13 +472,81 @@ static char *evidence_join(grader *g, const char *suite, const char *tag, char *
     return path;
 }
 
+/* The tests of sr with a case that did not pass ("a|b"), or NULL. */
+static char *failing_tests(const suite_run *sr)
+{
+    sbuf b = {0};
+    for (int i = 0; i < sr->n; ++i) {
+        if (sr->cases[i].status == CR_PASSED) continue;
+        char *pat = xasprintf("|%s|", sr->cases[i].test);
+        char *all = xasprintf("|%s|", b.len ? b.s : "");
+        if (strstr(all, pat) == NULL) sbuf_addf(&b, "%s%s", b.len ? "|" : "", sr->cases[i].test);
+        free(pat);
+        free(all);
+    }
+    return b.len ? sbuf_take(&b) : (sbuf_free(&b), NULL);
+}
+
+/* A copy of the evidence file `path` (freed) without the records of the
+ * tests in `names` ("a|b"): their cases were run again, and only the new
+ * run's records may bear them out. */
+static char *evidence_without(grader *g, const char *suite, const char *tag, char *path,
+                              const char *names)
+{
+    if (path == NULL) return NULL;
+    size_t len = 0;
+    int cut = 0;
+    char *data = read_file(path, 256u << 20, &len, &cut);
+    free(path);
+    char *name = xasprintf("evidence-%s%s-kept.bin", suite, tag);
+    char *out = path_join(g->run_dir, name);
+    free(name);
+    FILE *f = fopen(out, "wb");
+    size_t off = 0;
+    int ok = f && data && !cut;
+    char *all = xasprintf("|%s|", names);
+    while (ok && off + sizeof(fl_evidence_head) <= len) {
+        fl_evidence_head h;
+        memcpy(&h, data + off, sizeof h);
+        size_t rec = sizeof h + (size_t)h.count * sizeof(fl_evidence_sample);
+        if (memcmp(h.magic, FL_EVIDENCE_MAGIC, sizeof FL_EVIDENCE_MAGIC) != 0 ||
+            h.count > FL_EVIDENCE_SAMPLES || off + rec > len)
+            break; /* damaged from here: copied as it is, verify says so */
+        h.test[sizeof h.test - 1] = '\0';
+        char *pat = xasprintf("|%s|", h.test);
+        int drop = strstr(all, pat) != NULL;
+        free(pat);
+        if (!drop && fwrite(data + off, 1, rec, f) != rec) ok = 0;
+        off += rec;
+    }
+    if (ok && off < len && fwrite(data + off, 1, len - off, f) != len - off) ok = 0;
+    free(all);
+    if (f && fclose(f) != 0) ok = 0;
+    if (!ok && data) { /* what verify reads as damaged: nothing borne out */
+        FILE *bad = fopen(out, "wb");
+        if (bad) {
+            fputs("(the grader could not copy this suite's evidence)", bad);
+            fclose(bad);
+        }
+    }
+    free(data);
+    if (data == NULL) {
+        unlink(out);
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* `suite` for one worker among several on this GPU (--gpu-lock): the tests
  * the rubric lists as needing the GPU alone (rubric_alone) run holding it
- * alone; the rest run beside the other workers' steps, and when that run does
- * not come out clean it runs again alone and only that run counts (so a
- * neighbour can cost time, never a case). Without --gpu-lock: one run of the
+ * alone; the rest run beside the other workers' steps. Where a case of that
+ * run did not pass, its test runs again alone, and only that run counts (the
+ * whole part runs again when the run ended without its report): a neighbour
+ * can cost time, never a case. Every part gets the suite's own limit; the
+ * waits are the lesson's gpu_wait_s. Without --gpu-lock: one run of the
  * whole suite, as always. The cases come out as one run of the suite gives
- * them. *waited: the seconds spent waiting for the GPU. */
+ * them (tests by name, each test's cases in their order). */
 static void run_suite_gpu(grader *g, lesson_result *lr, step_kind kind,
                           const submission_keys *keys, const char *binary, const char *suite,
                           double timeout, suite_run *sr, char **log_out, char **evidence_out)
@@ -506,39 +575,54 @@ static void run_suite_gpu(grader *g, lesson_result *lr, step_kind kind,
 
     char *log = NULL, *ev = NULL;
     lr->gpu_wait_s += gpu_hold(g, GPU_SHARED);
-    double t0 = now_s();
     run_suite_part(g, kind, keys, binary, suite, rest, "-shared", timeout, sr, &log, &ev);
     gpu_release(g);
     if (names) keep_tests(sr, names, 0);
     if (!came_out_clean(sr) && !proc_interrupted()) {
-        /* beside other workers: again, alone; only this run counts */
+        /* beside other workers: again, alone, the tests that did not pass
+         * (all of them when the run ended without its report) */
+        char *again_names = sr->state == SR_OK ? failing_tests(sr) : NULL;
+        char *again_glob = again_names ? xasprintf("@(%s)", again_names) : NULL;
         suite_run again;
         char *log2 = NULL, *ev2 = NULL;
         lr->gpu_wait_s += gpu_hold(g, GPU_ALONE);
-        run_suite_part(g, kind, keys, binary, suite, rest, "-again", timeout, &again, &log2,
-                       &ev2);
+        run_suite_part(g, kind, keys, binary, suite, again_glob ? again_glob : rest, "-again",
+                       timeout, &again, &log2, &ev2);
         gpu_release(g);
-        if (names) keep_tests(&again, names, 0);
         lr->reruns++;
-        char *both = xasprintf("(this run beside other workers' steps did not come out clean "
-                               "(%d case%s); it was run again with the GPU alone, and only "
-                               "that run counts)\n%s\n==== again, alone on the GPU\n%s",
-                               sr->n, sr->n == 1 ? "" : "s", log ? log : "", log2 ? log2 : "");
+        char *both = xasprintf("%s\n==== %s/%s again, alone on the GPU (beside other workers' "
+                               "steps, a case did not pass%s; only this run counts for %s)\n%s",
+                               log ? log : "", suite, again_glob ? again_glob : "*",
+                               again_names ? "" : " or the run ended without its report",
+                               again_names ? "these tests" : "the suite", log2 ? log2 : "");
         free(log);
         free(log2);
-        free(ev);
         log = both;
-        ev = ev2;
-        suite_run_free(sr);
-        *sr = again;
+        if (again_names) {
+            keep_tests(&again, again_names, 1);
+            keep_tests(sr, again_names, 0);
+            merge_runs(sr, &again);
+            const char *tag = kind == STEP_TRUSTED ? "-trusted" : "-test";
+            char *tag2 = xasprintf("%s-again", tag);
+            ev = evidence_join(g, suite, tag2, evidence_without(g, suite, tag, ev, again_names),
+                               ev2);
+            free(tag2);
+        } else {
+            if (names) keep_tests(&again, names, 0);
+            free(ev);
+            ev = ev2;
+            suite_run_free(sr);
+            *sr = again;
+        }
+        free(again_names);
+        free(again_glob);
     }
     if (only && !proc_interrupted()) {
-        double left = timeout - (now_s() - t0);
         suite_run part;
         char *log2 = NULL, *ev2 = NULL;
         lr->gpu_wait_s += gpu_hold(g, GPU_ALONE);
-        run_suite_part(g, kind, keys, binary, suite, only, "-alone", left > 5 ? left : 5, &part,
-                       &log2, &ev2);
+        run_suite_part(g, kind, keys, binary, suite, only, "-alone", timeout, &part, &log2,
+                       &ev2);
         gpu_release(g);
         keep_tests(&part, names, 1);
         char *both = xasprintf("%s\n==== %s/%s, alone on the GPU\n%s", log ? log : "", suite,
@@ -740,12 +824,8 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
     sbuf files = {0};
     for (int i = 0; i < li->exercise.n; ++i)
         sbuf_addf(&files, "%s%s", i ? " " : "", li->exercise.v[i]);
-    /* each tool's test processes side by side: about as many processes in all
-     * as the worker has CPUs (--jobs; the tools are mostly CPU-bound) */
-    char jobs[16];
-    snprintf(jobs, sizeof jobs, "%d", g->jobs / 4 > 1 ? g->jobs / 4 : 1);
-    char *argv[] = {"sh", script, "--tool", "all", "--timeout", per_tool, "--jobs", jobs,
-                    "--out", outdir, "--files", (char *)sbuf_str(&files), (char *)binary, NULL};
+    char *argv[] = {"sh", script, "--tool", "all", "--timeout", per_tool, "--out", outdir,
+                    "--files", (char *)sbuf_str(&files), (char *)binary, NULL};
     char *seed_env = s->keys.seed ? xasprintf("FUSIONLAB_GRADE_SEED=%s", s->keys.seed) : NULL;
     const char *env_set[3] = {NULL, NULL, NULL};
     int e = 0;
@@ -796,12 +876,22 @@ void run_sanitizer(grader *g, submission *s, lesson_result *lr, const char *bina
                 san->output = xstrdup("not run: a test of this lesson ran past its time limit "
                                       "(a kernel that never ends?); the sanitizer would hang too");
             else {
-                /* beside other workers' steps; a verdict other than clean
-                 * is checked again with the GPU alone, and that one counts */
+                /* beside other workers' steps; a verdict a neighbour could
+                 * have caused (a tool past its limit, a tool that could not
+                 * run, a CUDA call that failed: out of memory) is checked
+                 * again with the GPU alone, and that one counts. An error
+                 * the tools locate in the student's kernels is theirs. */
                 lr->gpu_wait_s += gpu_hold(g, GPU_SHARED);
                 sanitize(g, s, lr, binary, progress, san);
                 gpu_release(g);
-                if (g->gpu_lock && g->gpu && san->status != ST_PASSED && !proc_interrupted()) {
+                const char *o = san->output ? san->output : "";
+                int neighbour = san->status == ST_FAILED
+                                    ? strstr(o, "ran past its") || strstr(o, "did not finish") ||
+                                          strstr(o, "a CUDA call failed") ||
+                                          strstr(o, "could not run")
+                                    : san->status == ST_NOT_RUN &&
+                                          !strstr(o, "no CUDA device") && !strstr(o, "not found");
+                if (g->gpu_lock && g->gpu && neighbour && !proc_interrupted()) {
                     free(san->output);
                     san->output = NULL;
                     san->status = ST_NOT_RUN;
