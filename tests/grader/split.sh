@@ -1,0 +1,48 @@
+#!/bin/sh
+# tests/grader/split.sh — ctest grader/split: a lesson graded by a worker that
+# shares its GPU (--gpu-lock, what --per-gpu gives each worker) comes out as
+# one graded alone. There, each suite runs in a part beside the other
+# workers (its tests not in the rubric's "alone" list), the tests whose
+# cases did not pass again alone, and the "alone" tests alone; the parts'
+# cases are put together in Criterion's order. Without a GPU every case
+# skips, so every test of the shared part runs again: all three paths run.
+# FUSIONLAB_GRADE_SPLIT_TEST=1 makes a grader without a GPU take them.
+#
+#   split.sh GRADER COURSE MANIFEST OUT
+#
+# Grades the worked solutions of lessons 01 and 02 both ways (GPU hidden,
+# no sandbox: only the course's own files run) and compares every check's
+# score and output, and the logs' account of the parts.
+set -u
+[ $# -eq 4 ] || { echo "usage: $0 GRADER COURSE MANIFEST OUT" >&2; exit 2; }
+grader=$1 course=$2 manifest=$3 out=$4
+fail() { echo "FAIL: $*"; exit 1; }
+rm -rf "$out"
+mkdir -p "$out/sub" "$out/lock" || fail "cannot create $out"
+for l in 01-vector-add 02-fused-softmax; do
+    mkdir -p "$out/sub/$l"
+    cp "$course/solutions/$l/"*.cu "$out/sub/$l/" || fail "no worked solution of $l"
+done
+common="--course $course --manifest $manifest --lessons 01,02 --no-gpu --no-sandbox --jobs 2"
+# shellcheck disable=SC2086 # $common: options, split on purpose
+"$grader" "$out/sub" $common --out "$out/direct" --work "$out/work-direct" >"$out/direct.log" 2>&1 ||
+    fail "the direct run failed: $(tail -3 "$out/direct.log")"
+# shellcheck disable=SC2086
+FUSIONLAB_GRADE_SPLIT_TEST=1 "$grader" "$out/sub" $common --shard 0/1 --gpu-lock "$out/lock" \
+    --out "$out/shared" --work "$out/work-shared" >"$out/shared.log" 2>&1 ||
+    fail "the run as a worker sharing its GPU failed: $(tail -3 "$out/shared.log")"
+a=$out/direct/submissions/sub
+b=$out/shared/shards/0/submissions/sub
+[ -f "$a/results.json" ] && [ -f "$b/results.json" ] || fail "a results.json is missing"
+# every check but the lesson's summary line (its stage times differ)
+norm() { grep -v '"execution_time"' "$1" | sed -E 's/[0-9]+\.[0-9]+ s([^a-z]|$)/T s\1/g; s/[0-9.]+ s since/T s since/g; s/; [0-9]+ runs? again alone on the GPU//g'; }
+norm "$a/results.json" >"$out/a.json"
+norm "$b/results.json" >"$out/b.json"
+cmp -s "$out/a.json" "$out/b.json" || fail "results.json differs: $(diff "$out/a.json" "$out/b.json" | head -12)"
+# and the parts did run
+for want in "A_vector_add/@(huge), alone on the GPU" "A_vector_add/@(correct|edges|stream) again, alone" \
+            "A_rows/@(huge|max_rows), alone on the GPU" "C_long_rows/@(max_cols), alone on the GPU"; do
+    grep -qF "$want" "$b"/logs/*-tests.log || fail "no '$want' in the shared worker's test logs"
+done
+grep -q "runs again alone on the GPU" "$out/shared.log" || fail "the progress line does not count the runs done again"
+echo "PASS: lessons 01 and 02 graded as a worker sharing its GPU (parts beside others, again alone, alone) equal the direct run, check by check"
