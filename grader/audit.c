@@ -227,7 +227,7 @@ static int audit_test(grader *g, submission *s, lesson_result *lr, const char *b
     /* it times kernels: nothing else on the GPU (gpulock.c) */
     lr->gpu_wait_s += gpu_hold(g, GPU_ALONE);
     run_step(g, STEP_TEST, NULL, scratch, argv, env, &o, &r);
-    char *text = read_file(csv, 64u << 20, NULL, NULL);
+    char *text = read_step_file(csv, 64u << 20, NULL, NULL);
     if (text) sum_csv(text, mine, harness, base, a);
     int again = skip && a->rows == 0 && !r.timed_out && !proc_interrupted();
     if (again) {
@@ -238,7 +238,7 @@ static int audit_test(grader *g, submission *s, lesson_result *lr, const char *b
         proc_result_free(&r);
         unlink(csv);
         run_step(g, STEP_TEST, NULL, scratch, argv, env, &o, &r);
-        text = read_file(csv, 64u << 20, NULL, NULL);
+        text = read_step_file(csv, 64u << 20, NULL, NULL);
     }
     gpu_release(g);
     if (again) {
@@ -307,12 +307,15 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
             audit_sum a;
             char *err = NULL;
             if (audit_test(g, s, lr, binary, claim->suite, claim->test, &mine, &harness, &base,
-                           &a, &err) != 0) {
+                           &a, &err) != 0 && a.wrong == NULL) {
                 strlist_addf(&lr->notes, "speed audit of %s::%s not run: %s", claim->suite,
                              claim->test, err);
                 free(err);
+                free(a.clash);
+                strlist_free(&a.seen);
                 continue;
             }
+            free(err); /* (no profile, but the run's own check found a wrong output) */
             double measured = a.student_ns > 0 ? a.baseline_ns / a.student_ns : 0.0;
             if (a.wrong)
                 sbuf_addf(&why, "%s::%s: run again under Nsight Compute, with inputs and checked "

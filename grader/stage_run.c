@@ -55,7 +55,7 @@ static cr_status status_from_json(const char *s, const char *first_msg)
 /* Criterion's JSON report, in run order (it lists the last test first). */
 static int parse_report(const char *path, const char *suite, suite_run *sr)
 {
-    char *text = read_file(path, 64u << 20, NULL, NULL);
+    char *text = read_step_file(path, 64u << 20, NULL, NULL);
     if (text == NULL) return -1;
     cJSON *root = cJSON_Parse(text);
     free(text);
@@ -168,7 +168,7 @@ static void parse_log(const char *log, const char *suite, suite_run *out)
 
 static void speed_log_load(const char *path, speed_log *log)
 {
-    char *text = read_file(path, 4u << 20, NULL, NULL);
+    char *text = read_step_file(path, 4u << 20, NULL, NULL);
     if (text == NULL) return;
     char *save = NULL;
     for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -437,32 +437,83 @@ static void keep_tests(suite_run *sr, const char *names, int in)
         }
     }
     sr->n = k;
+    /* and their speed records (the audit checks every passing one) */
+    int m = 0;
+    for (int i = 0; i < sr->speed.n; ++i) {
+        speed_rec *r = &sr->speed.v[i];
+        char *pat = xasprintf("|%s|", r->test);
+        char *all = xasprintf("|%s|", names);
+        int listed = strstr(all, pat) != NULL;
+        free(pat);
+        free(all);
+        if (listed == in) {
+            sr->speed.v[m++] = *r;
+        } else {
+            free(r->suite);
+            free(r->test);
+            free(r->label);
+        }
+    }
+    sr->speed.n = m;
 }
 
-/* The evidence of two runs as one file of the grader's own (records are
- * self-contained: one after the other is a valid file). NULL when neither
- * wrote any. */
-static char *evidence_join(grader *g, const char *suite, const char *tag, char *x, char *y)
+/* Copy the whole, well-formed evidence records of data[0..len) to f, less
+ * those of the tests in `drop` ("|a|b|", or NULL): a record cut short (the
+ * case was killed while it wrote) and all that follows it is left out, as
+ * verify.c's reader leaves it. 0, or -1 when f could not be written. */
+static int ev_copy(FILE *f, const char *data, size_t len, const char *drop)
 {
-    if (x == NULL || y == NULL) {
-        char *one = x ? x : y;
-        free(x == one ? y : x);
-        return one;
+    size_t off = 0;
+    while (off + sizeof(fl_evidence_head) <= len) {
+        fl_evidence_head h;
+        memcpy(&h, data + off, sizeof h);
+        size_t rec = sizeof h + (size_t)h.count * sizeof(fl_evidence_sample);
+        if (memcmp(h.magic, FL_EVIDENCE_MAGIC, sizeof FL_EVIDENCE_MAGIC) != 0 ||
+            h.count > FL_EVIDENCE_SAMPLES || off + rec > len)
+            break;
+        int skip = 0;
+        if (drop) {
+            h.test[sizeof h.test - 1] = '\0';
+            char *pat = xasprintf("|%s|", h.test);
+            skip = strstr(drop, pat) != NULL;
+            free(pat);
+        }
+        if (!skip && fwrite(data + off, 1, rec, f) != rec) return -1;
+        off += rec;
     }
+    return 0;
+}
+
+/* The evidence files `parts` (each freed; NULL ones skipped) as one file of
+ * the grader's, run_dir/evidence-SUITE-TAG.bin: their whole records, less
+ * those of the first file's tests in `drop_first` ("a|b": those tests ran
+ * again, and only the new run's records may bear them out). NULL when no
+ * part was there. A file the grader cannot write comes out as damaged (no
+ * record borne out). */
+static char *evidence_join(grader *g, const char *suite, const char *tag, char *first,
+                           const char *drop_first, char *second)
+{
+    if (first == NULL && second == NULL) return NULL;
     char *name = xasprintf("evidence-%s%s.bin", suite, tag);
     char *path = path_join(g->run_dir, name);
     free(name);
-    size_t lx = 0, ly = 0;
-    int tx = 0, ty = 0;
-    char *dx = read_file(x, 256u << 20, &lx, &tx), *dy = read_file(y, 256u << 20, &ly, &ty);
+    unlink(path);
+    char *drop = drop_first ? xasprintf("|%s|", drop_first) : NULL;
     FILE *f = fopen(path, "wb");
-    int ok = f && dx && dy && !tx && !ty && fwrite(dx, 1, lx, f) == lx && fwrite(dy, 1, ly, f) == ly;
+    int ok = f != NULL;
+    char *parts[2] = {first, second};
+    for (int i = 0; i < 2; ++i) {
+        if (parts[i] == NULL) continue;
+        size_t len = 0;
+        int cut = 0;
+        char *data = read_step_file(parts[i], 256u << 20, &len, &cut);
+        if (data && ok && ev_copy(f, data, len, i == 0 ? drop : NULL) != 0) ok = 0;
+        free(data);
+        free(parts[i]);
+    }
     if (f && fclose(f) != 0) ok = 0;
-    free(dx);
-    free(dy);
-    free(x);
-    free(y);
-    if (!ok) { /* what verify reads as damaged: nothing borne out */
+    free(drop);
+    if (!ok) {
         FILE *bad = fopen(path, "wb");
         if (bad) {
             fputs("(the grader could not put this suite's evidence together)", bad);
@@ -485,57 +536,6 @@ static char *failing_tests(const suite_run *sr)
         free(all);
     }
     return b.len ? sbuf_take(&b) : (sbuf_free(&b), NULL);
-}
-
-/* A copy of the evidence file `path` (freed) without the records of the
- * tests in `names` ("a|b"): their cases were run again, and only the new
- * run's records may bear them out. */
-static char *evidence_without(grader *g, const char *suite, const char *tag, char *path,
-                              const char *names)
-{
-    if (path == NULL) return NULL;
-    size_t len = 0;
-    int cut = 0;
-    char *data = read_file(path, 256u << 20, &len, &cut);
-    free(path);
-    char *name = xasprintf("evidence-%s%s-kept.bin", suite, tag);
-    char *out = path_join(g->run_dir, name);
-    free(name);
-    FILE *f = fopen(out, "wb");
-    size_t off = 0;
-    int ok = f && data && !cut;
-    char *all = xasprintf("|%s|", names);
-    while (ok && off + sizeof(fl_evidence_head) <= len) {
-        fl_evidence_head h;
-        memcpy(&h, data + off, sizeof h);
-        size_t rec = sizeof h + (size_t)h.count * sizeof(fl_evidence_sample);
-        if (memcmp(h.magic, FL_EVIDENCE_MAGIC, sizeof FL_EVIDENCE_MAGIC) != 0 ||
-            h.count > FL_EVIDENCE_SAMPLES || off + rec > len)
-            break; /* damaged from here: copied as it is, verify says so */
-        h.test[sizeof h.test - 1] = '\0';
-        char *pat = xasprintf("|%s|", h.test);
-        int drop = strstr(all, pat) != NULL;
-        free(pat);
-        if (!drop && fwrite(data + off, 1, rec, f) != rec) ok = 0;
-        off += rec;
-    }
-    if (ok && off < len && fwrite(data + off, 1, len - off, f) != len - off) ok = 0;
-    free(all);
-    if (f && fclose(f) != 0) ok = 0;
-    if (!ok && data) { /* what verify reads as damaged: nothing borne out */
-        FILE *bad = fopen(out, "wb");
-        if (bad) {
-            fputs("(the grader could not copy this suite's evidence)", bad);
-            fclose(bad);
-        }
-    }
-    free(data);
-    if (data == NULL) {
-        unlink(out);
-        free(out);
-        return NULL;
-    }
-    return out;
 }
 
 /* `suite` for one worker among several on this GPU (--gpu-lock): the tests
@@ -605,11 +605,8 @@ static void run_suite_gpu(grader *g, lesson_result *lr, step_kind kind,
             keep_tests(&again, again_names, 1);
             keep_tests(sr, again_names, 0);
             merge_runs(sr, &again);
-            const char *tag = kind == STEP_TRUSTED ? "-trusted" : "-test";
-            char *tag2 = xasprintf("%s-again", tag);
-            ev = evidence_join(g, suite, tag2, evidence_without(g, suite, tag, ev, again_names),
-                               ev2);
-            free(tag2);
+            ev = evidence_join(g, suite, kind == STEP_TRUSTED ? "-trusted-again" : "-test-again",
+                               ev, again_names, ev2);
         } else {
             if (names) keep_tests(&again, names, 0);
             free(ev);
@@ -634,7 +631,7 @@ static void run_suite_gpu(grader *g, lesson_result *lr, step_kind kind,
         free(log2);
         log = both;
         merge_runs(sr, &part);
-        ev = evidence_join(g, suite, kind == STEP_TRUSTED ? "-trusted" : "-test", ev, ev2);
+        ev = evidence_join(g, suite, kind == STEP_TRUSTED ? "-trusted" : "-test", ev, NULL, ev2);
     }
     free(names);
     free(rest);
@@ -756,7 +753,7 @@ static void sanitizer_log(grader *g, submission *s, const lesson_info *li, const
               r->timed_out ? " (stopped at the limit)" : "", r->output);
     for (size_t i = 0; i < sizeof kSanitizerTools / sizeof kSanitizerTools[0]; ++i) {
         char *name = xasprintf("%s/%s.log", outdir, kSanitizerTools[i]);
-        char *text = read_file(name, 16u << 20, NULL, NULL);
+        char *text = read_step_file(name, 16u << 20, NULL, NULL);
         if (text) {
             char *t = trim_middle(text, 48 * 1024, 48 * 1024);
             sbuf_addf(&log, "==== %s\n%s\n", kSanitizerTools[i], t);

@@ -503,10 +503,8 @@ char *trim_middle(const char *s, size_t head, size_t tail)
 
 /* ---- files and paths ------------------------------------------------------- */
 
-char *read_file(const char *path, size_t cap, size_t *len, int *truncated)
+static char *read_stream(FILE *f, size_t cap, size_t *len, int *truncated)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) return NULL;
     sbuf b = {0};
     char chunk[65536];
     size_t n;
@@ -523,6 +521,25 @@ char *read_file(const char *path, size_t cap, size_t *len, int *truncated)
     if (len) *len = b.len;
     if (truncated) *truncated = more;
     return sbuf_take(&b);
+}
+
+char *read_file(const char *path, size_t cap, size_t *len, int *truncated)
+{
+    FILE *f = fopen(path, "rb");
+    return f ? read_stream(f, cap, len, truncated) : NULL;
+}
+
+char *read_step_file(const char *path, size_t cap, size_t *len, int *truncated)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    struct stat st;
+    FILE *f = NULL;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (f = fdopen(fd, "rb")) == NULL) {
+        close(fd);
+        return NULL;
+    }
+    return read_stream(f, cap, len, truncated);
 }
 
 int write_file(const char *path, const char *data, size_t len)

@@ -128,6 +128,11 @@ char *trim_middle(const char *s, size_t head, size_t tail);
 /* Read a whole file (at most `cap` bytes; *truncated says if there was more).
  * NULL if it cannot be read. The result is NUL-terminated; *len excludes it. */
 char *read_file(const char *path, size_t cap, size_t *len, int *truncated);
+/* read_file for what a step wrote into its scratch (a report, a log, its
+ * evidence): a regular file only, never through a symbolic link (a step's
+ * code could otherwise point its report at a file of the grader's, the
+ * worked solution's evidence among them). */
+char *read_step_file(const char *path, size_t cap, size_t *len, int *truncated);
 /* Write a file through a temporary name and a rename: readers see the old or
  * the new contents, never half. 0 on success. */
 int write_file_atomic(const char *path, const char *data, size_t len);

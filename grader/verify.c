@@ -42,7 +42,7 @@ static void ev_load(const char *path, ev_set *e)
     if (path == NULL) return;
     size_t len = 0;
     int truncated = 0;
-    char *data = read_file(path, 256u << 20, &len, &truncated);
+    char *data = read_step_file(path, 256u << 20, &len, &truncated);
     if (data == NULL) return;
     e->damaged = truncated;
     size_t off = 0;
