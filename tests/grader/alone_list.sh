@@ -7,9 +7,10 @@
 # A test needs it when its body, or a function of its file that it calls
 # (directly or through others), reads the GPU's free memory
 # (cudaMemGetInfo: its inputs would be sized by what the neighbours left
-# free) or its DRAM counters (counters_measure, Nsight Compute: the counters
-# see every process's traffic). Speed suites are always run alone by the
-# grader and need no entry. Each lesson's list must cover every such test
+# free), its DRAM counters (counters_measure, Nsight Compute: the counters
+# see every process's traffic) or its clock (fl_test_speed, fl_time_variants,
+# fl_copy_bandwidth_gbs). The suites of the rubric's speed checks are always
+# run alone by the grader and need no entry. Each lesson's list must cover every such test
 # (by "suite/test" or the whole "suite"), and every entry must name a suite
 # or test of that lesson's test program. The rubric keeps each list on one
 # line ("alone": [...]).
@@ -24,6 +25,11 @@ for src in "$course"/tests/test_[0-9][0-9]_*.c; do
     list=$(awk -v key="\"$nn\": {" 'index($0, key) { on = 1; next }
         on && /"alone":/ { sub(/^.*"alone": *\[/, ""); sub(/\].*$/, ""); gsub(/[" ]/, ""); print; exit }
         on && /"checks":/ { exit }' "$rubric")
+    # the suites of its speed checks (run alone whatever the list says)
+    speed=$(awk -v key="\"$nn\": {" 'index($0, key) { on = 1; next }
+        on && /^    "[0-9][0-9]": \{/ { exit }
+        on && /"kind": "speed"/ && match($0, /"suite": "[A-Za-z0-9_]+"/) {
+            v = substr($0, RSTART + 10, RLENGTH - 11); printf "%s,", v }' "$rubric")
     # tests that need the GPU alone, and every suite/test the file defines
     found=$(awk '
         function flush_calls(body,   s, id) {
@@ -50,7 +56,7 @@ for src in "$course"/tests/test_[0-9][0-9]_*.c; do
             next
         }
         cur != "" {
-            if ($0 ~ /cudaMemGetInfo|counters_measure/) direct[cur] = 1
+            if ($0 ~ /cudaMemGetInfo|counters_measure|fl_test_speed|fl_time_variants|fl_copy_bandwidth_gbs/) direct[cur] = 1
             flush_calls($0)
         }
         END {
@@ -73,9 +79,9 @@ for src in "$course"/tests/test_[0-9][0-9]_*.c; do
     for t in $(printf '%s\n' "$found" | sed -n 's/^need //p' | sort -u); do
         checked=$((checked + 1))
         suite=${t%%/*}
-        case ",$list," in
+        case ",$list,$speed" in
             *",$t,"*|*",$suite,"*) ;;
-            *) echo "FAIL lesson $nn: $t reads the GPU's free memory or counters but is not in the rubric's \"alone\" list ($list)"
+            *) echo "FAIL lesson $nn: $t reads the GPU's free memory, counters or clock but is not in the rubric's \"alone\" list ($list) nor a speed suite ($speed)"
                fail=1 ;;
         esac
     done
@@ -87,5 +93,5 @@ for src in "$course"/tests/test_[0-9][0-9]_*.c; do
     done
 done
 [ $checked -gt 0 ] || { echo "FAIL: no test that reads the free memory was found: the scan is broken"; exit 1; }
-[ $fail = 0 ] && echo "PASS: the rubric's \"alone\" lists cover all $checked tests that read the GPU's free memory or counters"
+[ $fail = 0 ] && echo "PASS: the rubric's \"alone\" lists and speed suites cover all $checked tests that read the GPU's free memory, counters or clock"
 exit $fail
