@@ -460,7 +460,8 @@ static void keep_tests(suite_run *sr, const char *names, int in)
 /* Copy the whole, well-formed evidence records of data[0..len) to f, less
  * those of the tests in `drop` ("|a|b|", or NULL): a record cut short (the
  * case was killed while it wrote) and all that follows it is left out, as
- * verify.c's reader leaves it. 0, or -1 when f could not be written. */
+ * verify.c's reader leaves it. 0, 1 when something was left out so, or -1
+ * when f could not be written. */
 static int ev_copy(FILE *f, const char *data, size_t len, const char *drop)
 {
     size_t off = 0;
@@ -481,7 +482,7 @@ static int ev_copy(FILE *f, const char *data, size_t len, const char *drop)
         if (!skip && fwrite(data + off, 1, rec, f) != rec) return -1;
         off += rec;
     }
-    return 0;
+    return off == len ? 0 : 1;
 }
 
 /* The evidence files `parts` (each freed; NULL ones skipped) as one file of
@@ -500,17 +501,25 @@ static char *evidence_join(grader *g, const char *suite, const char *tag, char *
     unlink(path);
     char *drop = drop_first ? xasprintf("|%s|", drop_first) : NULL;
     FILE *f = fopen(path, "wb");
-    int ok = f != NULL;
+    int ok = f != NULL, damaged = 0;
     char *parts[2] = {first, second};
     for (int i = 0; i < 2; ++i) {
         if (parts[i] == NULL) continue;
         size_t len = 0;
         int cut = 0;
         char *data = read_step_file(parts[i], 256u << 20, &len, &cut);
-        if (data && ok && ev_copy(f, data, len, i == 0 ? drop : NULL) != 0) ok = 0;
+        int rc = data && ok ? ev_copy(f, data, len, i == 0 ? drop : NULL) : 0;
+        if (rc < 0) ok = 0;
+        /* (the first part's tests that ran again: a record cut short there
+         * is one of theirs, a case killed as it wrote, and does not count) */
+        if ((rc > 0 || data == NULL || cut) && !(i == 0 && drop)) damaged = 1;
         free(data);
         free(parts[i]);
     }
+    /* a part that could not be read whole leaves a tail shorter than a
+     * record: verify.c then says the evidence is damaged, as it says of a
+     * file that was never put together, and still reads every whole record */
+    if (ok && damaged && fputs("damaged", f) == EOF) ok = 0;
     if (f && fclose(f) != 0) ok = 0;
     free(drop);
     if (!ok) {
