@@ -104,7 +104,9 @@ static char *student_diagnostics(const grader *g, const lesson_info *li, const c
 {
     char *copy = xstrdup(log);
     sbuf b = {0};
-    int lines = 0, context = 0, hidden = 0;
+    int lines = 0, context = 0, hidden = 0, repeated = 0;
+    strset seen = {0}; /* the build compiles a file more than once (the library,
+                          the dependency scan): each message once */
     char *save = NULL;
     for (char *line = strtok_r(copy, "\n", &save); line && lines < 60;
          line = strtok_r(NULL, "\n", &save)) {
@@ -117,6 +119,12 @@ static char *student_diagnostics(const grader *g, const lesson_info *li, const c
                 ++hidden;
                 continue;
             }
+            if (strset_has(&seen, line)) {
+                ++repeated;
+                context = -2; /* its source line and caret too */
+                continue;
+            }
+            strset_add(&seen, line);
         } else if (strstr(line, "undefined reference") || strstr(line, "multiple definition") ||
                    strstr(line, "ld returned") || strstr(line, "compilation terminated")) {
             context = 0;
@@ -131,6 +139,10 @@ static char *student_diagnostics(const grader *g, const lesson_info *li, const c
         ++lines;
     }
     free(copy);
+    strset_free(&seen);
+    if (repeated)
+        sbuf_addf(&b, "(%d repeated message%s not shown again)\n", repeated,
+                  repeated == 1 ? "" : "s");
     if (hidden)
         sbuf_addf(&b, "(%d message%s about files other than yours not shown)\n", hidden,
                   hidden == 1 ? "" : "s");

@@ -68,6 +68,11 @@ cp -R "$course/solutions/." "$subs/good/"
 mkdir -p "$stage/tgz/lessons"
 cp -R "$subs/good/." "$stage/tgz/lessons/"
 printf 'notes a student left in the archive\n' >"$stage/tgz/lessons/notes.txt"
+# and a warning the compiler prints each time it compiles the file: shown once
+{
+    printf '#warning "a note the student left for the compiler"\n'
+    cat "$subs/good/01-vector-add/vector_add.cu"
+} >"$stage/tgz/lessons/01-vector-add/vector_add.cu"
 tar -czf "$subs/good_tgz.tar.gz" -C "$stage/tgz" lessons
 if command -v zip >/dev/null 2>&1; then
     (cd "$stage/tgz" && zip -q -r "$subs/good_zip.zip" lessons)

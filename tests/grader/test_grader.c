@@ -7,8 +7,8 @@
  *
  *   results::*   every results.json has Gradescope's shape and adds up
  *   intake::*    refusals, ignored files, not submitted
- *   build::*     compile and link errors reach the student; the object scan
- *                flags what an exercise must not call
+ *   build::*     compile and link errors reach the student, each warning once;
+ *                the object scan flags what an exercise must not call
  *   run::*       a hang is killed and the batch goes on; no GPU is "not run"
  *   batch::*     roster.csv, junit.xml, the seed, OUT's layout
  *   hygiene::*   hostile bytes and names (the submission "roster.csv", whose
@@ -280,6 +280,22 @@ Test(build, compile_errors_reach_the_student)
     cr_assert(strstr(str_of(t, "output"), "compile error") != NULL, "%s", str_of(t, "output"));
     cr_assert(cJSON_GetObjectItemCaseSensitive(r, "score")->valuedouble == 0.0);
     cJSON_Delete(r);
+}
+
+Test(build, each_warning_is_shown_once)
+{
+    /* good_tgz's lesson 01 file starts with a #warning; the build compiles
+     * the file more than once */
+    char *out = sub_file("good_tgz", "logs/01-build.log");
+    /* the compiler's message line (its source line quotes the text again) */
+    const char *w = "warning: #warning \"a note the student left for the compiler\"";
+    int n = 0;
+    for (const char *p = strstr(out, w); p; p = strstr(p + 1, w)) ++n;
+    cr_assert(strncmp(out, "built in ", 9) == 0, "%s", out);
+    cr_assert(n == 1, "the warning must be shown once, not %d times:\n%s", n, out);
+    cr_assert(strstr(out, "repeated message") != NULL, "say that repeats were left out:\n%s",
+              out);
+    free(out);
 }
 
 Test(build, harness_symbols_are_a_link_error)
