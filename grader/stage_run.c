@@ -416,6 +416,21 @@ static void merge_runs(suite_run *a, suite_run *b)
     suite_run_free(b);
 }
 
+/* 1 when `name` is one of the names of the list "a|b|c" (NULL: none). */
+static int name_listed(const char *list, const char *name)
+{
+    if (list == NULL) return 0;
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, '|');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0) return 1;
+        if (end == NULL) break;
+        p = end + 1;
+    }
+    return 0;
+}
+
 /* Drop the cases of tests that the run's pattern left out (Criterion's report
  * lists them as skipped): keep those whose test is in `names` ("a|b"), or,
  * with `in` 0, those whose test is not. */
@@ -423,12 +438,7 @@ static void keep_tests(suite_run *sr, const char *names, int in)
 {
     int k = 0;
     for (int i = 0; i < sr->n; ++i) {
-        char *pat = xasprintf("|%s|", sr->cases[i].test);
-        char *all = xasprintf("|%s|", names);
-        int listed = strstr(all, pat) != NULL;
-        free(pat);
-        free(all);
-        if (listed == in) {
+        if (name_listed(names, sr->cases[i].test) == in) {
             sr->cases[k++] = sr->cases[i];
         } else {
             free(sr->cases[i].test);
@@ -441,12 +451,7 @@ static void keep_tests(suite_run *sr, const char *names, int in)
     int m = 0;
     for (int i = 0; i < sr->speed.n; ++i) {
         speed_rec *r = &sr->speed.v[i];
-        char *pat = xasprintf("|%s|", r->test);
-        char *all = xasprintf("|%s|", names);
-        int listed = strstr(all, pat) != NULL;
-        free(pat);
-        free(all);
-        if (listed == in) {
+        if (name_listed(names, r->test) == in) {
             sr->speed.v[m++] = *r;
         } else {
             free(r->suite);
@@ -458,7 +463,7 @@ static void keep_tests(suite_run *sr, const char *names, int in)
 }
 
 /* Copy the whole, well-formed evidence records of data[0..len) to f, less
- * those of the tests in `drop` ("|a|b|", or NULL): a record cut short (the
+ * those of the tests in `drop` ("a|b", or NULL): a record cut short (the
  * case was killed while it wrote) and all that follows it is left out, as
  * verify.c's reader leaves it. 0, 1 when something was left out so, or -1
  * when f could not be written. */
@@ -472,13 +477,8 @@ static int ev_copy(FILE *f, const char *data, size_t len, const char *drop)
         if (memcmp(h.magic, FL_EVIDENCE_MAGIC, sizeof FL_EVIDENCE_MAGIC) != 0 ||
             h.count > FL_EVIDENCE_SAMPLES || off + rec > len)
             break;
-        int skip = 0;
-        if (drop) {
-            h.test[sizeof h.test - 1] = '\0';
-            char *pat = xasprintf("|%s|", h.test);
-            skip = strstr(drop, pat) != NULL;
-            free(pat);
-        }
+        h.test[sizeof h.test - 1] = '\0';
+        int skip = name_listed(drop, h.test);
         if (!skip && fwrite(data + off, 1, rec, f) != rec) return -1;
         off += rec;
     }
@@ -499,7 +499,7 @@ static char *evidence_join(grader *g, const char *suite, const char *tag, char *
     char *path = path_join(g->run_dir, name);
     free(name);
     unlink(path);
-    char *drop = drop_first ? xasprintf("|%s|", drop_first) : NULL;
+    const char *drop = drop_first;
     FILE *f = fopen(path, "wb");
     int ok = f != NULL, damaged = 0;
     char *parts[2] = {first, second};
@@ -521,7 +521,6 @@ static char *evidence_join(grader *g, const char *suite, const char *tag, char *
      * file that was never put together, and still reads every whole record */
     if (ok && damaged && fputs("damaged", f) == EOF) ok = 0;
     if (f && fclose(f) != 0) ok = 0;
-    free(drop);
     if (!ok) {
         FILE *bad = fopen(path, "wb");
         if (bad) {
@@ -538,11 +537,8 @@ static char *failing_tests(const suite_run *sr)
     sbuf b = {0};
     for (int i = 0; i < sr->n; ++i) {
         if (sr->cases[i].status == CR_PASSED) continue;
-        char *pat = xasprintf("|%s|", sr->cases[i].test);
-        char *all = xasprintf("|%s|", b.len ? b.s : "");
-        if (strstr(all, pat) == NULL) sbuf_addf(&b, "%s%s", b.len ? "|" : "", sr->cases[i].test);
-        free(pat);
-        free(all);
+        if (!name_listed(b.len ? b.s : NULL, sr->cases[i].test))
+            sbuf_addf(&b, "%s%s", b.len ? "|" : "", sr->cases[i].test);
     }
     return b.len ? sbuf_take(&b) : (sbuf_free(&b), NULL);
 }
