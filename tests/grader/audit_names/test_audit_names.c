@@ -1,0 +1,85 @@
+/* tests/grader/audit_names/test_audit_names.c — ctest grader/audit-names:
+ * how the speed audit (grader/audit.c) tells kernels apart, on objects nvcc
+ * compiled (no GPU needed).
+ *
+ *   test_audit_names HARNESS_LIB... -- STATIC_GRID_STRIDE.o STATIC_HARNESS_NAME.o
+ *
+ * - a correct file whose kernel is static (host symbol _ZL..., name on the GPU
+ *   _Z...) is the student's: Nsight Compute's rows of it count as theirs;
+ * - a file with a static kernel named exactly like a harness kernel: that
+ *   kernel is the student's too, it is never left out of the profile by the
+ *   harness filter, and its rows make the audit see a name clash (the claim
+ *   fails with "rename it").
+ * Exit 0 when all hold; each failure is printed.
+ */
+#include "../../../grader/audit.c"
+
+static int failures;
+#define EXPECT(cond, ...)                                                            \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            printf("FAIL: ");                                                        \
+            printf(__VA_ARGS__);                                                     \
+            printf("\n");                                                            \
+            ++failures;                                                              \
+        }                                                                            \
+    } while (0)
+
+static const char *kFlush = "_Z18fl_l2_flush_kernelPK4int4mPi";
+static const char *kGridStride = "_Z15add_grid_stridePKfS0_Pfm";
+
+int main(int argc, char **argv)
+{
+    int sep = 1;
+    while (sep < argc && strcmp(argv[sep], "--") != 0) ++sep;
+    if (sep + 2 >= argc) {
+        fprintf(stderr, "usage: %s HARNESS_LIB... -- GRID_STRIDE.o HARNESS_NAME.o\n", argv[0]);
+        return 2;
+    }
+    grader g;
+    memset(&g, 0, sizeof g);
+    strset harness = {0};
+    kernels_of(&g, argv + 1, sep - 1, 0, &harness);
+    EXPECT(strset_has(&harness, kFlush), "the harness libraries define no %s", kFlush);
+
+    /* the correct file of another design */
+    strset mine = {0}, base = {0};
+    kernels_of(&g, &argv[sep + 1], 1, 0, &mine);
+    EXPECT(strset_has(&mine, kGridStride), "a static kernel is not taken for the student's");
+    const char *csv = "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\"\n"
+                      "\"1\",\"_Z18fl_l2_flush_kernelPK4int4mPi\",\"1000\"\n"
+                      "\"2\",\"_Z15add_grid_stridePKfS0_Pfm\",\"20\"\n"
+                      "\"3\",\"_Z13ew_add_kernelPKfS0_Pfm\",\"60\"\n";
+    audit_sum a;
+    memset(&a, 0, sizeof a);
+    sum_csv(csv, &mine, &harness, &base, &a);
+    EXPECT(a.student_n == 1 && a.student_ns == 20.0 && a.baseline_n == 1 && a.clash == NULL,
+           "correct static kernel: student %d (%.0f ns), baseline %d, clash %s", a.student_n,
+           a.student_ns, a.baseline_n, a.clash ? a.clash : "none");
+    char *re = harness_filter(&harness, &mine);
+    EXPECT(re && strstr(re, kFlush) && !strstr(re, "fill"),
+           "the filter must leave out the harness's flush and keep its fill: %s", re);
+    free(re);
+    free(a.clash);
+    strlist_free(&a.seen);
+    strset_free(&mine);
+
+    /* the hostile file */
+    kernels_of(&g, &argv[sep + 2], 1, 0, &mine);
+    EXPECT(strset_has(&mine, kFlush), "the static kernel with a harness name is not the student's");
+    re = harness_filter(&harness, &mine);
+    EXPECT(re && !strstr(re, kFlush), "the filter leaves the student's kernel out: %s", re);
+    free(re);
+    memset(&a, 0, sizeof a);
+    sum_csv(csv, &mine, &harness, &base, &a);
+    EXPECT(a.clash && strcmp(a.clash, kFlush) == 0, "no name clash seen (%s)",
+           a.clash ? a.clash : "none");
+    free(a.clash);
+    strlist_free(&a.seen);
+    strset_free(&mine);
+    strset_free(&harness);
+    if (failures == 0)
+        printf("PASS: a static kernel is the student's; one named like a harness kernel stays in "
+               "the profile and is a name clash\n");
+    return failures ? 1 : 0;
+}
