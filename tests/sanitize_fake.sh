@@ -1,0 +1,150 @@
+#!/bin/sh
+# tests/sanitize_fake.sh — tools/sanitize's own logic on a machine without a
+# GPU: a fake nvidia-smi, a fake compute-sanitizer and a fake Criterion
+# program (shell scripts written below) stand in for the real ones, so what
+# is checked is the script's part: which tests it runs, how many at once,
+# how it puts the logs together, its time limit and its verdict.
+#
+#   sh tests/sanitize_fake.sh   (ctest: tools/sanitize-fake)
+#
+# The fake program has 2 suites of 3 and 2 tests (and a speed suite the
+# script must leave out); each test sleeps FAKE_SLEEP seconds. The fake
+# compute-sanitizer reports an error under FAKE_TOOL for the test FAKE_BAD.
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+fails=0
+ok() { printf 'ok   %s\n' "$1"; }
+bad() { printf 'FAIL %s\n' "$1"; fails=$((fails + 1)); }
+
+mkdir -p "$t/bin"
+cat >"$t/bin/nvidia-smi" <<'EOF'
+#!/bin/sh
+echo "GPU 0: Fake GPU (UUID: GPU-0)"
+EOF
+cat >"$t/prog" <<'EOF'
+#!/bin/sh
+# a Criterion test program, as far as tools/sanitize sees one
+filter=
+while [ $# -gt 0 ]; do
+    case $1 in
+        --list)
+            printf 'A_one: 3 tests\n├── alpha\n├── beta\n└── gamma\n'
+            printf 'B_two: 2 tests\n├── delta\n└── eps\n'
+            printf 'speed: 1 test\n└── fused_vs_unfused\n'
+            exit 0 ;;
+        --filter) filter=$2; shift 2 ;;
+        *) shift ;;
+    esac
+done
+case $filter in *'*'*|'') echo "fake: one test per run, not '$filter'" >&2; exit 3 ;; esac
+# the runs side by side, for the test to count
+echo x >>"$FAKE_DIR/running.$$"
+n=$(ls "$FAKE_DIR" | grep -c '^running\.')
+echo "$n" >>"$FAKE_DIR/peaks"
+sleep "${FAKE_SLEEP:-0}"
+rm -f "$FAKE_DIR/running.$$"
+echo "$filter" >>"$FAKE_DIR/ran"
+s=${filter%/*} n=${filter#*/}
+echo "[----] starting $s::$n"
+echo "[PASS] $s::$n: Test passed"
+echo "[====] Synthesis: Tested: 1 | Passing: 1 | Failing: 0 | Crashing: 0"
+EOF
+cat >"$t/bin/fake-sanitizer" <<'EOF'
+#!/bin/sh
+# compute-sanitizer: its options, then the program and its arguments
+tool= code=1
+while [ $# -gt 0 ]; do
+    case $1 in
+        --tool) tool=$2; shift 2 ;;
+        --error-exitcode) code=$2; shift 2 ;;
+        --target-processes|--require-cuda-init|--check-exit-code|--print-limit) shift 2 ;;
+        *) break ;;
+    esac
+done
+filter=
+for a in "$@"; do [ "${prev:-}" = --filter ] && filter=$a; prev=$a; done
+echo "========= COMPUTE-SANITIZER"
+"$@"
+if [ "$tool" = "${FAKE_TOOL:-}" ] && [ "$filter" = "${FAKE_BAD:-}" ]; then
+    echo "========= Invalid __global__ write of size 4 bytes"
+    echo "=========     at bad_kernel(float *)+0x70 in /src/student.cu:42"
+    echo "=========     by thread (3,0,0) in block (4,0,0)"
+    echo "=========     Address 0x7f00 is out of bounds"
+    echo "========= "
+    echo "========= ERROR SUMMARY: 1 error"
+    exit "$code"
+fi
+echo "========= ERROR SUMMARY: 0 errors"
+EOF
+chmod +x "$t/bin/nvidia-smi" "$t/prog" "$t/bin/fake-sanitizer"
+
+# run_sanitize NAME ARGS...: tools/sanitize on the fake program into $t/NAME
+run_sanitize() {
+    name=$1; shift
+    mkdir -p "$t/$name.fake"
+    FAKE_DIR="$t/$name.fake" PATH="$t/bin:$PATH" COMPUTE_SANITIZER="$t/bin/fake-sanitizer" \
+        sh "$here/tools/sanitize" --out "$t/$name" --files student.cu "$@" "$t/prog" \
+        >"$t/$name.out" 2>&1
+    echo $?
+}
+peak() { sort -n "$t/$1.fake/peaks" | tail -n 1; }
+
+# 1. every test of the two suites once per tool (speed left out), one test
+#    per compute-sanitizer run; clean
+rc=$(FAKE_SLEEP=0 run_sanitize clean1 --jobs 1)
+[ "$rc" = 0 ] && grep -q '^sanitizer: clean under memcheck, racecheck, initcheck, synccheck' "$t/clean1.out" \
+    && ok "clean, --jobs 1: exit 0, clean under all four" || { bad "clean, --jobs 1 (exit $rc)"; cat "$t/clean1.out"; }
+got=$(sort "$t/clean1.fake/ran" | uniq -c | awk '{ print $1 "x" $2 }' | tr '\n' ' ')
+want="4xA_one/alpha 4xA_one/beta 4xA_one/gamma 4xB_two/delta 4xB_two/eps "
+[ "$got" = "$want" ] && ok "each test once per tool, speed left out" || bad "tests run: '$got', want '$want'"
+
+# 2. --jobs 3: the same report, at most 3 runs of a tool at once (4 tools:
+#    at most 12 in all, more than 4), and the log in the listing's order
+rc=$(FAKE_SLEEP=1 run_sanitize clean3 --jobs 3)
+[ "$rc" = 0 ] && ok "clean, --jobs 3: exit 0" || bad "clean, --jobs 3: exit $rc"
+cmp -s "$t/clean1/report.txt" "$t/clean3/report.txt" && ok "--jobs 3 gives --jobs 1's report" ||
+    { bad "--jobs 3's report differs"; diff "$t/clean1/report.txt" "$t/clean3/report.txt"; }
+p=$(peak clean3)
+[ "$p" -gt 4 ] && [ "$p" -le 12 ] && ok "runs side by side: at most $p at once (4 tools x 3)" ||
+    bad "runs side by side: a peak of $p (want 5 to 12)"
+p1=$(peak clean1)
+[ "$p1" -le 4 ] && ok "--jobs 1: at most one run per tool at once ($p1)" || bad "--jobs 1: a peak of $p1"
+order=$(sed -n 's/^==== sanitize: racecheck, \([^ ]*\) (limit.*/\1/p' "$t/clean3/racecheck.log" | tr '\n' ' ')
+[ "$order" = "A_one/alpha A_one/beta A_one/gamma B_two/delta B_two/eps " ] &&
+    ok "racecheck.log: the runs' logs whole, in the listing's order" || bad "racecheck.log order: '$order'"
+blocks=$(awk '/^==== sanitize:/ { if (open) bad++; open = 1 } /ERROR SUMMARY/ { open = 0 } END { print bad + 0 }' \
+    "$t/clean3/memcheck.log")
+[ "$blocks" = 0 ] && ok "memcheck.log: no run's log cut into by another's" || bad "memcheck.log: $blocks runs cut into"
+
+# 3. an error in one test under one tool, found whichever run it lands in
+for j in 1 4; do
+    rc=$(FAKE_SLEEP=0 FAKE_TOOL=initcheck FAKE_BAD=B_two/delta run_sanitize err$j --jobs $j)
+    if [ "$rc" = 1 ] && grep -q '^initcheck: 1 error (first: bad_kernel at src/student.cu:42: Invalid __global__ write' "$t/err$j.out" &&
+        grep -q '^memcheck: clean' "$t/err$j.out"; then
+        ok "--jobs $j: the error in B_two/delta under initcheck, exit 1"
+    else
+        bad "--jobs $j: the error in B_two/delta (exit $rc)"; cat "$t/err$j.out"
+    fi
+done
+
+# 4. the tool's time limit: 5 tests of 2 s, one at a time, 3 s allowed
+rc=$(FAKE_SLEEP=2 run_sanitize slow --jobs 1 --timeout 3 --tool memcheck)
+[ "$rc" = 1 ] && grep -q '^memcheck: did not finish within 3 s' "$t/slow.out" &&
+    ok "past its limit: 'did not finish', exit 1" || { bad "past its limit (exit $rc)"; cat "$t/slow.out"; }
+n=$(wc -l <"$t/slow.fake/ran")
+[ "$n" -lt 5 ] && ok "past its limit: the runs after it were not started ($n of 5 ran)" ||
+    bad "past its limit: all $n runs ran"
+
+# 5. bad --jobs, and --suites naming a suite the program lacks
+rc=$(run_sanitize badjobs --jobs 0)
+[ "$rc" = 2 ] && grep -q -- '--jobs needs a whole number' "$t/badjobs.out" && ok "--jobs 0 refused" ||
+    bad "--jobs 0: exit $rc"
+rc=$(run_sanitize nosuite --suites "A_one C_none")
+[ "$rc" = 2 ] && grep -q 'has no suite C_none' "$t/nosuite.out" && ok "--suites with an unknown suite refused" ||
+    { bad "--suites C_none: exit $rc"; cat "$t/nosuite.out"; }
+
+[ $fails = 0 ] && { echo "tools/sanitize: all checks pass"; exit 0; }
+echo "tools/sanitize: $fails check(s) failed"
+exit 1
