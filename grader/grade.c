@@ -44,7 +44,14 @@ static void usage(FILE *f)
             "                    (01-vector-add/vector_add.cu), optionally under lessons/\n"
             "  --out DIR         where results go (default: grade-out)\n"
             "  --lessons LIST    lessons to grade, e.g. 01,02 (default: all in the rubric)\n"
-            "  --jobs N          parallel compile jobs (tests always run one at a time)\n"
+            "  --jobs N          parallel compile jobs (default: the CPUs, shared among the\n"
+            "                    workers of --gpus)\n"
+            "  --test-jobs N     test processes side by side (default: a quarter of --jobs,\n"
+            "                    1 to 4): Criterion's --jobs for the tests that may share\n"
+            "                    the GPU (a test with a case that does not pass there runs\n"
+            "                    again alone before it counts; what times or reads the free\n"
+            "                    memory always runs alone, one test at a time), and\n"
+            "                    compute-sanitizer processes for each of its four tools\n"
             "  --rubric FILE     points per check (default: grader/rubric.json)\n"
             "  --arch LIST       CMAKE_CUDA_ARCHITECTURES of the scratch build\n"
             "                    (default: the GPUs' own, from nvidia-smi; without a GPU the\n"
@@ -530,6 +537,16 @@ int main(int argc, char **argv)
              * could not look at: refuse to run student code as an account) */
             uid_unused = 1;
             keep = 0;
+        } else if (strcmp(a, "--test-jobs") == 0) {
+            const char *v;
+            TAKE(v);
+            long x = 0;
+            if (!whole_number(v, 1, 64, &x)) {
+                fprintf(stderr, "fusionlab_grade: --test-jobs needs a number of processes from "
+                        "1 to 64, not '%s'\n", v);
+                return 2;
+            }
+            g.test_jobs = (int)x;
         } else if (strcmp(a, "--jobs") == 0 || strcmp(a, "--suite-timeout") == 0 ||
                    strcmp(a, "--lesson-timeout") == 0 || strcmp(a, "--build-timeout") == 0 ||
                    strcmp(a, "--test-timeout") == 0 || strcmp(a, "--sanitizer-timeout") == 0) {
@@ -556,6 +573,7 @@ int main(int argc, char **argv)
         if (keep)
             for (int j = first; j <= i && j < argc; ++j) strlist_add(&passthru, argv[j]);
     }
+    if (g.test_jobs == 0) g.test_jobs = g.jobs / 4 < 1 ? 1 : g.jobs / 4 > 4 ? 4 : g.jobs / 4;
     if (probe) return probe_main(&g, course, work, no_sandbox, probe);
     if (collect_out) {
         if (paths.n || gpus_spec || slurm_opts || shard_n) {

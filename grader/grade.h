@@ -44,6 +44,8 @@ typedef struct {
     rubric rub;
     strlist lessons;     /* numbers to grade, in order */
     int jobs;            /* build parallelism */
+    int test_jobs;       /* test processes side by side (--test-jobs; 0 until
+                            set: a quarter of jobs, 1 to 4) */
     int gpu;             /* a CUDA device is visible and used */
     int no_gpu;          /* --no-gpu: hide devices from the tests */
     char *gpu_name;

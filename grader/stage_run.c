@@ -258,8 +258,8 @@ static void suite_no_report(const proc_result *r, const suite_run *logged, suite
  * pattern: NULL for all of them). */
 static void run_suite_part(grader *g, step_kind kind, const submission_keys *keys,
                            const char *binary, const char *suite, const char *tests,
-                           const char *tag, double timeout, suite_run *sr, char **log_out,
-                           char **evidence_out)
+                           const char *tag, int jobs, double timeout, suite_run *sr,
+                           char **log_out, char **evidence_out)
 {
     memset(sr, 0, sizeof *sr);
     sr->suite = xstrdup(suite);
@@ -285,13 +285,14 @@ static void run_suite_part(grader *g, step_kind kind, const submission_keys *key
     char *evidence_env = xasprintf("FUSIONLAB_EVIDENCE=%s", evidence);
     char *salt_env = xasprintf("FUSIONLAB_EVIDENCE_SALT=%s", keys && keys->salt ? keys->salt : "0");
     char *seed_env = keys && keys->seed ? xasprintf("FUSIONLAB_GRADE_SEED=%s", keys->seed) : NULL;
-    char tmo[32];
+    char tmo[32], njobs[16];
     snprintf(tmo, sizeof tmo, "%g", g->test_timeout);
+    snprintf(njobs, sizeof njobs, "%d", jobs > 1 ? jobs : 1);
     char *argv[12];
     int k = 0;
     argv[k++] = (char *)binary;
     argv[k++] = "--jobs";
-    argv[k++] = "1";
+    argv[k++] = njobs;
     argv[k++] = "--short-filename";
     argv[k++] = "--verbose";
     argv[k++] = json_opt;
@@ -351,7 +352,8 @@ void run_suite(grader *g, step_kind kind, const submission_keys *keys, const cha
                const char *suite, double timeout, suite_run *sr, char **log_out,
                char **evidence_out)
 {
-    run_suite_part(g, kind, keys, binary, suite, NULL, "", timeout, sr, log_out, evidence_out);
+    run_suite_part(g, kind, keys, binary, suite, NULL, "", 1, timeout, sr, log_out,
+                   evidence_out);
 }
 
 /* ---- 4a. several workers on one GPU ------------------------------------------- */
@@ -543,14 +545,16 @@ static char *failing_tests(const suite_run *sr)
     return b.len ? sbuf_take(&b) : (sbuf_free(&b), NULL);
 }
 
-/* `suite` for one worker among several on this GPU (--gpu-lock): the tests
- * the rubric lists as needing the GPU alone (rubric_alone) run holding it
- * alone; the rest run beside the other workers' steps. Where a case of that
- * run did not pass, its test runs again alone, and only that run counts (the
- * whole part runs again when the run ended without its report): a neighbour
- * can cost time, never a case. Every part gets the suite's own limit; the
- * waits are the lesson's gpu_wait_s. Without --gpu-lock: one run of the
- * whole suite, as always. The cases come out as one run of the suite gives
+/* `suite` on a GPU that its tests share, with one another (--test-jobs N:
+ * Criterion runs N test processes at once) or with other workers' steps
+ * (--gpu-lock): the tests the rubric lists as needing the GPU alone
+ * (rubric_alone) run one at a time, holding it alone; the rest run side by
+ * side, holding it shared. Where a case of that run did not pass, its test
+ * runs again alone, one test at a time, and only that run counts (the whole
+ * part runs again when the run ended without its report): a neighbour can
+ * cost time, never a case. Every part gets the suite's own limit; the waits
+ * are the lesson's gpu_wait_s. Neither (one test at a time, one worker): one
+ * run of the whole suite. The cases come out as one run of the suite gives
  * them (tests by name, each test's cases in their order). */
 static void run_suite_gpu(grader *g, lesson_result *lr, step_kind kind,
                           const submission_keys *keys, const char *binary, const char *suite,
@@ -560,7 +564,8 @@ static void run_suite_gpu(grader *g, lesson_result *lr, step_kind kind,
     /* (no GPU: nothing to share; FUSIONLAB_GRADE_SPLIT_TEST, the grader's
      * own test of this path on a machine without one: tests/grader/split.sh) */
     const char *split_test = getenv("FUSIONLAB_GRADE_SPLIT_TEST");
-    if (g->gpu_lock == NULL || (!g->gpu && !(split_test && strcmp(split_test, "1") == 0))) {
+    if ((g->gpu_lock == NULL && g->test_jobs <= 1) ||
+        (!g->gpu && !(split_test && strcmp(split_test, "1") == 0))) {
         run_suite(g, kind, keys, binary, suite, timeout, sr, log_out, evidence_out);
         return;
     }
@@ -583,23 +588,24 @@ static void run_suite_gpu(grader *g, lesson_result *lr, step_kind kind,
 
     char *log = NULL, *ev = NULL;
     lr->gpu_wait_s += gpu_hold(g, GPU_SHARED);
-    run_suite_part(g, kind, keys, binary, suite, rest, "-shared", timeout, sr, &log, &ev);
+    run_suite_part(g, kind, keys, binary, suite, rest, "-shared", g->test_jobs, timeout, sr,
+                   &log, &ev);
     gpu_release(g);
     if (names) keep_tests(sr, names, 0);
     if (!came_out_clean(sr) && !proc_interrupted()) {
-        /* beside other workers: again, alone, the tests that did not pass
-         * (all of them when the run ended without its report) */
+        /* side by side: again, alone, the tests that did not pass (all of
+         * them when the run ended without its report) */
         char *again_names = sr->state == SR_OK ? failing_tests(sr) : NULL;
         char *again_glob = again_names ? xasprintf("@(%s)", again_names) : NULL;
         suite_run again;
         char *log2 = NULL, *ev2 = NULL;
         lr->gpu_wait_s += gpu_hold(g, GPU_ALONE);
         run_suite_part(g, kind, keys, binary, suite, again_glob ? again_glob : rest, "-again",
-                       timeout, &again, &log2, &ev2);
+                       1, timeout, &again, &log2, &ev2);
         gpu_release(g);
         lr->reruns++;
-        char *both = xasprintf("%s\n==== %s/%s again, alone on the GPU (beside other workers' "
-                               "steps, a case did not pass%s; only this run counts for %s)\n%s",
+        char *both = xasprintf("%s\n==== %s/%s again, alone on the GPU (side by side with other "
+                               "tests, a case did not pass%s; only this run counts for %s)\n%s",
                                log ? log : "", suite, again_glob ? again_glob : "*",
                                again_names ? "" : " or the run ended without its report",
                                again_names ? "these tests" : "the suite", log2 ? log2 : "");
@@ -626,7 +632,7 @@ static void run_suite_gpu(grader *g, lesson_result *lr, step_kind kind,
         suite_run part;
         char *log2 = NULL, *ev2 = NULL;
         lr->gpu_wait_s += gpu_hold(g, GPU_ALONE);
-        run_suite_part(g, kind, keys, binary, suite, only, "-alone", timeout, &part, &log2,
+        run_suite_part(g, kind, keys, binary, suite, only, "-alone", 1, timeout, &part, &log2,
                        &ev2);
         gpu_release(g);
         keep_tests(&part, names, 1);
@@ -829,8 +835,10 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
     sbuf files = {0};
     for (int i = 0; i < li->exercise.n; ++i)
         sbuf_addf(&files, "%s%s", i ? " " : "", li->exercise.v[i]);
-    char *argv[] = {"sh", script, "--tool", "all", "--timeout", per_tool, "--out", outdir,
-                    "--files", (char *)sbuf_str(&files), (char *)binary, NULL};
+    char njobs[16];
+    snprintf(njobs, sizeof njobs, "%d", g->test_jobs > 1 ? g->test_jobs : 1);
+    char *argv[] = {"sh", script, "--tool", "all", "--timeout", per_tool, "--jobs", njobs,
+                    "--out", outdir, "--files", (char *)sbuf_str(&files), (char *)binary, NULL};
     char *seed_env = s->keys.seed ? xasprintf("FUSIONLAB_GRADE_SEED=%s", s->keys.seed) : NULL;
     const char *env_set[3] = {NULL, NULL, NULL};
     int e = 0;

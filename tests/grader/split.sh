@@ -10,9 +10,11 @@
 #
 #   split.sh GRADER COURSE MANIFEST OUT
 #
-# Grades the worked solutions of lessons 01 and 02 both ways (GPU hidden,
-# no sandbox: only the course's own files run) and compares every check's
-# score and output, and the logs' account of the parts.
+# Grades the worked solutions of lessons 01 and 02 three ways (GPU hidden,
+# no sandbox: only the course's own files run): directly, as a worker
+# sharing its GPU, and as one worker running its tests side by side
+# (--test-jobs 3, which takes the same paths without a lock), and compares
+# every check's score and output, and the logs' account of the parts.
 set -u
 [ $# -eq 4 ] || { echo "usage: $0 GRADER COURSE MANIFEST OUT" >&2; exit 2; }
 grader=$1 course=$2 manifest=$3 out=$4
@@ -31,18 +33,28 @@ common="--course $course --manifest $manifest --lessons 01,02 --no-gpu --no-sand
 FUSIONLAB_GRADE_SPLIT_TEST=1 "$grader" "$out/sub" $common --shard 0/1 --gpu-lock "$out/lock" \
     --out "$out/shared" --work "$out/work-shared" >"$out/shared.log" 2>&1 ||
     fail "the run as a worker sharing its GPU failed: $(tail -3 "$out/shared.log")"
+# shellcheck disable=SC2086
+FUSIONLAB_GRADE_SPLIT_TEST=1 "$grader" "$out/sub" $common --test-jobs 3 \
+    --out "$out/jobs" --work "$out/work-jobs" >"$out/jobs.log" 2>&1 ||
+    fail "the run with --test-jobs 3 failed: $(tail -3 "$out/jobs.log")"
 a=$out/direct/submissions/sub
 b=$out/shared/shards/0/submissions/sub
-[ -f "$a/results.json" ] && [ -f "$b/results.json" ] || fail "a results.json is missing"
+c=$out/jobs/submissions/sub
+[ -f "$a/results.json" ] && [ -f "$b/results.json" ] && [ -f "$c/results.json" ] ||
+    fail "a results.json is missing"
 # every check but the lesson's summary line (its stage times differ)
 norm() { grep -v '"execution_time"' "$1" | sed -E 's/[0-9]+\.[0-9]+ s([^a-z]|$)/T s\1/g; s/[0-9.]+ s since/T s since/g; s/; [0-9]+ runs? again alone on the GPU//g'; }
 norm "$a/results.json" >"$out/a.json"
 norm "$b/results.json" >"$out/b.json"
+norm "$c/results.json" >"$out/c.json"
 cmp -s "$out/a.json" "$out/b.json" || fail "results.json differs: $(diff "$out/a.json" "$out/b.json" | head -12)"
+cmp -s "$out/a.json" "$out/c.json" ||
+    fail "results.json with --test-jobs 3 differs: $(diff "$out/a.json" "$out/c.json" | head -12)"
 # and the parts did run
 for want in "A_vector_add/@(huge), alone on the GPU" "A_vector_add/@(correct|edges|stream) again, alone" \
             "A_rows/@(huge|max_rows), alone on the GPU" "C_long_rows/@(max_cols), alone on the GPU"; do
     grep -qF "$want" "$b"/logs/*-tests.log || fail "no '$want' in the shared worker's test logs"
+    grep -qF "$want" "$c"/logs/*-tests.log || fail "no '$want' in the --test-jobs 3 run's test logs"
 done
 grep -q "runs again alone on the GPU" "$out/shared.log" || fail "the progress line does not count the runs done again"
-echo "PASS: lessons 01 and 02 graded as a worker sharing its GPU (parts beside others, again alone, alone) equal the direct run, check by check"
+echo "PASS: lessons 01 and 02 graded as a worker sharing its GPU, and with --test-jobs 3 (parts side by side, again alone, alone), equal the direct run, check by check"
