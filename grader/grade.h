@@ -145,6 +145,10 @@ void keys_free(submission_keys *k);
 void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progress);
 /* Run a solution test's speed suites and keep their records (reference). */
 void run_reference(grader *g, const lesson_info *li, const rubric_lesson *rl);
+/* The reference of every lesson of the batch: measured (run_reference), or,
+ * for a worker that shares its GPU (--gpu-lock), read from what the first
+ * worker on it measured for this batch (gpu_lock/reference.json). */
+void reference_for_batch(grader *g);
 char *scrub(const grader *g, const char *text);
 /* "build 2.1 s, scan 0.3 s, tests 8.0 s, ...": the lesson's stages that ran */
 char *stage_times(const lesson_result *lr);

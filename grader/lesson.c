@@ -13,11 +13,16 @@
  * stage through lesson_fail: its state, its summary, every check alike.
  */
 #define _XOPEN_SOURCE 700
+#define _DEFAULT_SOURCE
 #include "stages.h"
 
+#include <cJSON.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 const char *lesson_state_name(lesson_state s)
 {
@@ -317,4 +322,131 @@ void run_reference(grader *g, const lesson_info *li, const rubric_lesson *rl)
     }
     strlist_free(&suites);
     free(binary);
+}
+
+/* ---- one reference per GPU, shared by the workers on it --------------------- */
+
+#define REFERENCE_FORMAT "fusion-lab reference 1"
+
+/* Add lesson `num`'s records and notes in `les` (the shared file's entry) to
+ * g's reference. 0, or -1 when the entry is not one this grader wrote. */
+static int reference_take(grader *g, const char *num, const cJSON *les)
+{
+    const cJSON *recs = cJSON_GetObjectItemCaseSensitive(les, "records");
+    const cJSON *notes = cJSON_GetObjectItemCaseSensitive(les, "notes");
+    if (!cJSON_IsArray(recs) || !cJSON_IsArray(notes)) return -1;
+    const cJSON *o;
+    cJSON_ArrayForEach(o, recs) {
+        const cJSON *su = cJSON_GetObjectItemCaseSensitive(o, "suite");
+        const cJSON *te = cJSON_GetObjectItemCaseSensitive(o, "test");
+        const cJSON *la = cJSON_GetObjectItemCaseSensitive(o, "label");
+        if (!cJSON_IsString(su) || !cJSON_IsString(te) || !cJSON_IsString(la)) return -1;
+        g->reference.v = xrealloc(g->reference.v,
+                                  (size_t)(g->reference.n + 1) * sizeof *g->reference.v);
+        speed_rec *d = &g->reference.v[g->reference.n++];
+        memset(d, 0, sizeof *d);
+        snprintf(d->lesson, sizeof d->lesson, "%s", num);
+        d->suite = xstrdup(su->valuestring);
+        d->test = xstrdup(te->valuestring);
+        d->label = xstrdup(la->valuestring);
+#define NUM(field) d->field = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, #field))
+        NUM(baseline_us);
+        NUM(candidate_us);
+        NUM(speedup);
+        NUM(min_speedup);
+        NUM(pct_of_ceiling);
+        NUM(min_pct);
+#undef NUM
+        d->passed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "passed"));
+    }
+    cJSON_ArrayForEach(o, notes)
+        if (cJSON_IsString(o)) strlist_addf(&g->reference_notes, "%s (measured once on this "
+                                            "GPU for all its workers)", o->valuestring);
+    return 0;
+}
+
+/* Lesson `num`'s part of g's reference (records and notes from `note0` on)
+ * as an entry of the shared file. */
+static cJSON *reference_entry(const grader *g, const char *num, int note0)
+{
+    cJSON *les = cJSON_CreateObject();
+    cJSON *recs = cJSON_AddArrayToObject(les, "records");
+    for (int i = 0; i < g->reference.n; ++i) {
+        const speed_rec *r = &g->reference.v[i];
+        if (strcmp(r->lesson, num) != 0) continue;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "suite", r->suite);
+        cJSON_AddStringToObject(o, "test", r->test);
+        cJSON_AddStringToObject(o, "label", r->label);
+        cJSON_AddNumberToObject(o, "baseline_us", r->baseline_us);
+        cJSON_AddNumberToObject(o, "candidate_us", r->candidate_us);
+        cJSON_AddNumberToObject(o, "speedup", r->speedup);
+        cJSON_AddNumberToObject(o, "min_speedup", r->min_speedup);
+        cJSON_AddNumberToObject(o, "pct_of_ceiling", r->pct_of_ceiling);
+        cJSON_AddNumberToObject(o, "min_pct", r->min_pct);
+        cJSON_AddBoolToObject(o, "passed", r->passed);
+        cJSON_AddItemToArray(recs, o);
+    }
+    cJSON *notes = cJSON_AddArrayToObject(les, "notes");
+    for (int i = note0; i < g->reference_notes.n; ++i)
+        cJSON_AddItemToArray(notes, cJSON_CreateString(g->reference_notes.v[i]));
+    return les;
+}
+
+void reference_for_batch(grader *g)
+{
+    if (g->gpu_lock == NULL) { /* the GPU is this worker's alone: measure */
+        for (int i = 0; i < g->lessons.n; ++i)
+            run_reference(g, manifest_find(&g->man, g->lessons.v[i]),
+                          rubric_find(&g->rub, g->lessons.v[i]));
+        return;
+    }
+    /* Workers that share a GPU (--gpu-lock DIR) share its reference: the
+     * first to take DIR/reference.lock measures each lesson and writes
+     * DIR/reference.json; the others read it. DIR is under --work, which no
+     * sandbox binds, and the parent empties it when the batch starts. */
+    char *lock = path_join(g->gpu_lock, "reference.lock");
+    char *path = path_join(g->gpu_lock, "reference.json");
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0 || flock(fd, LOCK_EX) != 0)
+        fprintf(stderr, "fusionlab_grade: cannot take %s: each worker measures its own "
+                "reference\n", lock);
+    double t0 = now_s();
+    char *text = read_file(path, 16u << 20, NULL, NULL);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
+    if (root == NULL || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, REFERENCE_FORMAT) != 0) {
+        cJSON_Delete(root);
+        root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "format", REFERENCE_FORMAT);
+        cJSON_AddStringToObject(root, "gpu", g->gpu_name ? g->gpu_name : "");
+        cJSON_AddObjectToObject(root, "lessons");
+    }
+    cJSON *lessons = cJSON_GetObjectItemCaseSensitive(root, "lessons");
+    int measured = 0;
+    for (int i = 0; i < g->lessons.n; ++i) {
+        const char *num = g->lessons.v[i];
+        const cJSON *les = cJSON_GetObjectItemCaseSensitive(lessons, num);
+        if (les && reference_take(g, num, les) == 0) continue;
+        int note0 = g->reference_notes.n;
+        run_reference(g, manifest_find(&g->man, num), rubric_find(&g->rub, num));
+        cJSON_DeleteItemFromObjectCaseSensitive(lessons, num);
+        cJSON_AddItemToObject(lessons, num, reference_entry(g, num, note0));
+        measured = 1;
+    }
+    if (measured) {
+        char *out = cJSON_Print(root);
+        if (out == NULL || write_file_atomic(path, out, strlen(out)) != 0)
+            fprintf(stderr, "fusionlab_grade: cannot write %s: the other workers on this GPU "
+                    "measure their own reference\n", path);
+        free(out);
+    } else {
+        fprintf(stderr, "== reference: the worked solutions' speed on this GPU, as another "
+                "worker measured it (waited %.0f s)\n", now_s() - t0);
+    }
+    cJSON_Delete(root);
+    if (fd >= 0) close(fd); /* (and the lock with it) */
+    free(lock);
+    free(path);
 }

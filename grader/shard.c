@@ -560,6 +560,18 @@ int gpus_main(shard_launch *L, const char *spec)
                 free(w);
                 break;
             }
+            /* the GPU's reference is measured anew for each batch
+             * (reference_for_batch): none from an earlier one */
+            char *ref = path_join(lock, "reference.json");
+            if (i < gpus.n && unlink(ref) != 0 && errno != ENOENT) {
+                fprintf(stderr, "fusionlab_grade: cannot remove %s: %s\n", ref,
+                        strerror(errno));
+                free(ref);
+                free(lock);
+                free(w);
+                break;
+            }
+            free(ref);
         }
         char **argv = worker_argv(L, i, n, w, uids[i], jobs, lock);
         free(lock);

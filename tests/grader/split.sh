@@ -14,7 +14,9 @@
 # no sandbox: only the course's own files run): directly, as a worker
 # sharing its GPU, and as one worker running its tests side by side
 # (--test-jobs 3, which takes the same paths without a lock), and compares
-# every check's score and output, and the logs' account of the parts.
+# every check's score and output, and the logs' account of the parts; and
+# a second worker on the same GPU lock reads the reference the first one
+# measured (gpu-lock/reference.json) instead of measuring its own.
 set -u
 [ $# -eq 4 ] || { echo "usage: $0 GRADER COURSE MANIFEST OUT" >&2; exit 2; }
 grader=$1 course=$2 manifest=$3 out=$4
@@ -33,6 +35,16 @@ common="--course $course --manifest $manifest --lessons 01,02 --no-gpu --no-sand
 FUSIONLAB_GRADE_SPLIT_TEST=1 "$grader" "$out/sub" $common --shard 0/1 --gpu-lock "$out/lock" \
     --out "$out/shared" --work "$out/work-shared" >"$out/shared.log" 2>&1 ||
     fail "the run as a worker sharing its GPU failed: $(tail -3 "$out/shared.log")"
+# the GPU's reference, measured by the first worker on it, read by the next
+grep -q '"01"' "$out/lock/reference.json" && grep -q '"02"' "$out/lock/reference.json" ||
+    fail "the shared worker wrote no reference of lessons 01 and 02 in $out/lock/reference.json"
+# shellcheck disable=SC2086
+FUSIONLAB_GRADE_SPLIT_TEST=1 "$grader" "$out/sub" $common --shard 0/1 --gpu-lock "$out/lock" \
+    --out "$out/shared2" --work "$out/work-shared2" >"$out/shared2.log" 2>&1 ||
+    fail "the second worker's run failed: $(tail -3 "$out/shared2.log")"
+grep -q "as another worker measured it" "$out/shared2.log" ||
+    fail "the second worker did not read the reference the first one measured"
+grep -q "== reference: lesson" "$out/shared2.log" && fail "the second worker measured the reference again"
 # shellcheck disable=SC2086
 FUSIONLAB_GRADE_SPLIT_TEST=1 "$grader" "$out/sub" $common --test-jobs 3 \
     --out "$out/jobs" --work "$out/work-jobs" >"$out/jobs.log" 2>&1 ||
@@ -40,13 +52,17 @@ FUSIONLAB_GRADE_SPLIT_TEST=1 "$grader" "$out/sub" $common --test-jobs 3 \
 a=$out/direct/submissions/sub
 b=$out/shared/shards/0/submissions/sub
 c=$out/jobs/submissions/sub
-[ -f "$a/results.json" ] && [ -f "$b/results.json" ] && [ -f "$c/results.json" ] ||
-    fail "a results.json is missing"
+d=$out/shared2/shards/0/submissions/sub
+[ -f "$a/results.json" ] && [ -f "$b/results.json" ] && [ -f "$c/results.json" ] &&
+    [ -f "$d/results.json" ] || fail "a results.json is missing"
 # every check but the lesson's summary line (its stage times differ)
 norm() { grep -v '"execution_time"' "$1" | sed -E 's/[0-9]+\.[0-9]+ s([^a-z]|$)/T s\1/g; s/[0-9.]+ s since/T s since/g; s/; [0-9]+ runs? again alone on the GPU//g'; }
 norm "$a/results.json" >"$out/a.json"
 norm "$b/results.json" >"$out/b.json"
 norm "$c/results.json" >"$out/c.json"
+norm "$d/results.json" >"$out/d.json"
+cmp -s "$out/b.json" "$out/d.json" ||
+    fail "results.json with the reference read from the first worker differs: $(diff "$out/b.json" "$out/d.json" | head -12)"
 cmp -s "$out/a.json" "$out/b.json" || fail "results.json differs: $(diff "$out/a.json" "$out/b.json" | head -12)"
 cmp -s "$out/a.json" "$out/c.json" ||
     fail "results.json with --test-jobs 3 differs: $(diff "$out/a.json" "$out/c.json" | head -12)"
@@ -57,4 +73,4 @@ for want in "A_vector_add/@(huge), alone on the GPU" "A_vector_add/@(correct|edg
     grep -qF "$want" "$c"/logs/*-tests.log || fail "no '$want' in the --test-jobs 3 run's test logs"
 done
 grep -q "runs again alone on the GPU" "$out/shared.log" || fail "the progress line does not count the runs done again"
-echo "PASS: lessons 01 and 02 graded as a worker sharing its GPU, and with --test-jobs 3 (parts side by side, again alone, alone), equal the direct run, check by check"
+echo "PASS: lessons 01 and 02 graded as a worker sharing its GPU, and with --test-jobs 3 (parts side by side, again alone, alone), equal the direct run, check by check; a second worker on the GPU read the first one's reference"
