@@ -337,27 +337,12 @@ static int reference_take(grader *g, const char *num, const cJSON *les)
     if (!cJSON_IsArray(recs) || !cJSON_IsArray(notes)) return -1;
     const cJSON *o;
     cJSON_ArrayForEach(o, recs) {
-        const cJSON *su = cJSON_GetObjectItemCaseSensitive(o, "suite");
-        const cJSON *te = cJSON_GetObjectItemCaseSensitive(o, "test");
-        const cJSON *la = cJSON_GetObjectItemCaseSensitive(o, "label");
-        if (!cJSON_IsString(su) || !cJSON_IsString(te) || !cJSON_IsString(la)) return -1;
+        speed_rec r;
+        if (speed_rec_from_json(o, 1, &r) != 0) return -1;
+        snprintf(r.lesson, sizeof r.lesson, "%s", num);
         g->reference.v = xrealloc(g->reference.v,
                                   (size_t)(g->reference.n + 1) * sizeof *g->reference.v);
-        speed_rec *d = &g->reference.v[g->reference.n++];
-        memset(d, 0, sizeof *d);
-        snprintf(d->lesson, sizeof d->lesson, "%s", num);
-        d->suite = xstrdup(su->valuestring);
-        d->test = xstrdup(te->valuestring);
-        d->label = xstrdup(la->valuestring);
-#define NUM(field) d->field = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, #field))
-        NUM(baseline_us);
-        NUM(candidate_us);
-        NUM(speedup);
-        NUM(min_speedup);
-        NUM(pct_of_ceiling);
-        NUM(min_pct);
-#undef NUM
-        d->passed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "passed"));
+        g->reference.v[g->reference.n++] = r;
     }
     cJSON_ArrayForEach(o, notes)
         if (cJSON_IsString(o)) strlist_addf(&g->reference_notes, "%s (measured once on this "

@@ -166,6 +166,36 @@ static void parse_log(const char *log, const char *suite, suite_run *out)
     free(copy);
 }
 
+/* A speed record from its JSON object (a line of the speed log, or an entry
+ * of the shared reference): 0, or -1 when suite, test or label is missing
+ * (r is then untouched). `label` may be left out where `need_label` is 0. */
+int speed_rec_from_json(const cJSON *o, int need_label, speed_rec *r)
+{
+    const cJSON *su = cJSON_GetObjectItemCaseSensitive(o, "suite");
+    const cJSON *te = cJSON_GetObjectItemCaseSensitive(o, "test");
+    const cJSON *la = cJSON_GetObjectItemCaseSensitive(o, "label");
+    if (!cJSON_IsString(su) || !cJSON_IsString(te) || (need_label && !cJSON_IsString(la)))
+        return -1;
+    memset(r, 0, sizeof *r);
+    r->suite = xstrdup(su->valuestring);
+    r->test = xstrdup(te->valuestring);
+    r->label = xstrdup(cJSON_IsString(la) ? la->valuestring : "");
+#define NUM(field)                                                                    \
+    do {                                                                              \
+        const cJSON *v_ = cJSON_GetObjectItemCaseSensitive(o, #field);                \
+        r->field = cJSON_IsNumber(v_) ? v_->valuedouble : 0.0;                        \
+    } while (0)
+    NUM(baseline_us);
+    NUM(candidate_us);
+    NUM(speedup);
+    NUM(min_speedup);
+    NUM(pct_of_ceiling);
+    NUM(min_pct);
+#undef NUM
+    r->passed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "passed"));
+    return 0;
+}
+
 static void speed_log_load(const char *path, speed_log *log)
 {
     char *text = read_step_file(path, 4u << 20, NULL, NULL);
@@ -174,29 +204,10 @@ static void speed_log_load(const char *path, speed_log *log)
     for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         cJSON *o = cJSON_Parse(line);
         if (o == NULL) continue;
-        const cJSON *su = cJSON_GetObjectItemCaseSensitive(o, "suite");
-        const cJSON *te = cJSON_GetObjectItemCaseSensitive(o, "test");
-        const cJSON *la = cJSON_GetObjectItemCaseSensitive(o, "label");
-        if (cJSON_IsString(su) && cJSON_IsString(te)) {
+        speed_rec r;
+        if (speed_rec_from_json(o, 0, &r) == 0) {
             log->v = xrealloc(log->v, (size_t)(log->n + 1) * sizeof *log->v);
-            speed_rec *r = &log->v[log->n++];
-            memset(r, 0, sizeof *r);
-            r->suite = xstrdup(su->valuestring);
-            r->test = xstrdup(te->valuestring);
-            r->label = xstrdup(cJSON_IsString(la) ? la->valuestring : "");
-#define NUM(field)                                                                    \
-    do {                                                                              \
-        const cJSON *v_ = cJSON_GetObjectItemCaseSensitive(o, #field);                \
-        r->field = cJSON_IsNumber(v_) ? v_->valuedouble : 0.0;                        \
-    } while (0)
-            NUM(baseline_us);
-            NUM(candidate_us);
-            NUM(speedup);
-            NUM(min_speedup);
-            NUM(pct_of_ceiling);
-            NUM(min_pct);
-#undef NUM
-            r->passed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "passed"));
+            log->v[log->n++] = r;
         }
         cJSON_Delete(o);
     }

@@ -100,6 +100,9 @@ char *verify_lesson(const strlist *suites, const suite_run *student, char *const
  * past its limit); otherwise san is left as it is. */
 void run_sanitizer(grader *g, submission *s, lesson_result *lr, const char *binary,
                    const suite_run *runs, int n_runs, const char *progress, sanitizer_run *san);
+/* A speed record from its JSON object (stage_run.c): 0, or -1 (r untouched). */
+struct cJSON;
+int speed_rec_from_json(const struct cJSON *o, int need_label, speed_rec *r);
 /* The last record of suite::test (of `lesson`, when given: lessons share
  * suite and test names, e.g. speed::fused_vs_unfused). */
 const speed_rec *speed_find(const speed_log *log, const char *lesson, const char *suite,
