@@ -1,9 +1,12 @@
-// common/flush.cu — the timing protocol's two device-side helpers: evict L2
-// by streaming a large buffer through it, and hold the GPU busy for a while.
+// common/flush.cu — the timing protocol's device-side helpers: evict L2 by
+// streaming a large buffer through it, hold the GPU busy for a while, and
+// the copy kernel that, with cudaMemcpy, measures the copy ceiling.
 //
 // The flush reads (rather than cudaMemset): it leaves L2 full of clean lines,
 // so the kernel timed next does not pay for someone else's dirty lines.
 #include "timing.h"
+
+#include <stdint.h>
 
 // ============================================================================
 // kernel
@@ -33,9 +36,44 @@ __global__ void fl_gpu_hold_kernel(unsigned long long ns)
     } while (t - t0 < ns);
 }
 
+// Copy `n` int4 (16 B) elements, src to dst, each thread four elements a
+// stride apart per round: four 16-byte loads in flight before the stores,
+// which is what it takes to keep HBM busy (one load per thread leaves about
+// a tenth of the bandwidth on the table on an H100). Both are (n,) int4.
+__global__ void fl_copy_kernel(const int4 *__restrict__ src, int4 *__restrict__ dst, size_t n)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 3 * stride < n; i += 4 * stride) {
+        int4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
+        dst[i] = a;
+        dst[i + stride] = b;
+        dst[i + 2 * stride] = c;
+        dst[i + 3 * stride] = d;
+    }
+    for (; i < n; i += stride) dst[i] = src[i];
+}
+
 // ============================================================================
 // launchers
 // ============================================================================
+
+EXTERN_C cudaError_t fl_copy_device(void *dst, const void *src, size_t bytes,
+                                    cudaStream_t stream)
+{
+    if (((uintptr_t)dst | (uintptr_t)src | bytes) % sizeof(int4) != 0) return cudaErrorInvalidValue;
+    size_t n = bytes / sizeof(int4);
+    if (n == 0) return cudaSuccess;
+    int dev = 0, sms = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    // 8 blocks of 256 threads per SM: 2048 threads, the most an SM keeps
+    size_t want = (size_t)sms * 8, need = CEIL_DIV(n, 256);
+    int blocks = (int)(need < want ? need : want);
+    fl_copy_kernel<<<blocks, 256, 0, stream>>>((const int4 *)src, (int4 *)dst, n);
+    CUDA_CHECK_LAST();
+    return cudaSuccess;
+}
 
 EXTERN_C cudaError_t fl_gpu_hold(double us, int blocks, int threads, cudaStream_t stream)
 {

@@ -107,14 +107,31 @@ EXTERN_C cudaError_t fl_l2_flush(const void *buf, size_t bytes, int *sink,
 EXTERN_C cudaError_t fl_gpu_hold(double us, int blocks, int threads,
                                  cudaStream_t stream);
 
+/* Copy `bytes` (a multiple of 16, both pointers 16-byte aligned) from src
+ * to dst on `stream` with the course's vectorised copy kernel (flush.cu):
+ * the other half of the copy ceiling. cudaErrorInvalidValue when misaligned. */
+EXTERN_C cudaError_t fl_copy_device(void *dst, const void *src, size_t bytes,
+                                    cudaStream_t stream);
+
 /* The copy ceiling: measured, not read off a datasheet. A large
- * device-to-device cudaMemcpyAsync timed with the protocol above, in GB/s
- * (1 GB = 1e9 bytes), bytes read + bytes written, on the current device. It
- * is the ceiling every memory-bound lesson is measured against. The first
- * call measures (a few hundred milliseconds); later calls in the same process
- * return the cached figure. bytes_per_buffer = 0 picks the default (256 MiB,
- * capped at an eighth of free memory). */
+ * device-to-device copy timed with the protocol above, two ways side by
+ * side: cudaMemcpyAsync and the vectorised copy kernel (fl_copy_device);
+ * the ceiling is the faster of the two, in GB/s (1 GB = 1e9 bytes), bytes
+ * read + bytes written, on the current device. Either alone can fall short
+ * (on an H200 the kernel moves about 5% more than cudaMemcpy), and a
+ * ceiling below what a kernel reaches would make "% of the ceiling" read
+ * above 100. It is the ceiling every memory-bound lesson is measured
+ * against. The first call measures (a few hundred milliseconds); later
+ * calls in the same process return the cached figure. bytes_per_buffer = 0
+ * picks the default (256 MiB, capped at an eighth of free memory). */
 EXTERN_C cudaError_t fl_copy_bandwidth_gbs(size_t bytes_per_buffer,
                                            double *gbs);
+
+/* What the last measurement of fl_copy_bandwidth_gbs on this process saw:
+ * each way's GB/s (0 before the first). For the benches' CSVs and plots. */
+typedef struct {
+    double memcpy_gbs, kernel_gbs;
+} fl_copy_ceiling;
+EXTERN_C fl_copy_ceiling fl_copy_ceiling_parts(void);
 
 #endif /* FUSIONLAB_TIMING_H */
