@@ -24,6 +24,8 @@
 # CPU_SUITES name Criterion suites that need no GPU: they get a ctest entry of
 # their own (label cpu), so a machine without a GPU reports their failures
 # instead of folding them into the GPU entry's "skipped".
+# COMPARE builds the lesson's kernels as shared libraries for ./lab compare
+# (tools/compare.py times them beside PyTorch and Triton): see _lesson_compare.
 #
 # The EXERCISE files in lessons/ are generated from the marked worked
 # solutions (tools/skeleton.c): each gets a ctest entry NN-name/sources/FILE
@@ -36,7 +38,7 @@
 # Each call also adds the lesson to ${CMAKE_BINARY_DIR}/fusionlab_manifest.json,
 # the grader's list of the files a student may change (see _lesson_manifest).
 function(lesson_add name)
-  cmake_parse_arguments(PARSE_ARGV 1 L "" "" "EXERCISE;LIBS;TOOLS;CPU_SUITES;SCAN_RULES")
+  cmake_parse_arguments(PARSE_ARGV 1 L "COMPARE" "" "EXERCISE;LIBS;TOOLS;CPU_SUITES;SCAN_RULES")
   if(NOT L_EXERCISE)
     message(FATAL_ERROR "lesson_add(${name}): name the EXERCISE file(s)")
   endif()
@@ -103,6 +105,9 @@ function(lesson_add name)
   # bench, the grader): a half-finished exercise must not break the course's
   # own build, ./lab test or ./lab demo.
   set_target_properties(${lib}_student PROPERTIES EXCLUDE_FROM_ALL TRUE)
+  if(L_COMPARE)
+    _lesson_compare("${name}" "${num}" "${L_EXERCISE}" "${baseline_cu}" "${libs}" "${variants}")
+  endif()
 
   list(GET variants -1 tool_variant)  # the solution when there is one
   set(tool_targets "")
@@ -188,6 +193,67 @@ function(lesson_add name)
   set_property(GLOBAL APPEND PROPERTY FUSIONLAB_LESSONS "${name}")
   _lesson_manifest("${name}" "${num}" "${slug}" "${L_EXERCISE}" "${tool_targets}"
                    "${L_CPU_SUITES}" ${has_solution})
+endfunction()
+
+# The lesson's kernels as shared libraries, for tools/compare.py (./lab
+# compare), which loads them with ctypes and times them beside PyTorch and
+# Triton with the course's own protocol:
+#   fusionlab_compare_NN_solution  the worked exercise files (part of the build)
+#   fusionlab_compare_NN_student   the student's copy (built only when asked
+#                                  for, like lessonNN_student)
+# each with the lesson's baseline, the harness (common/: fl_time_variants, the
+# L2 flush) and tools/compare_abi.c (the structures' layout and the lessons'
+# facts, for compare.py to check and read). Everything in them is compiled
+# again, position-independent: the static libraries above keep the objects
+# the object scan reads exactly as they were. The harness and each baseline
+# are compiled once (object libraries) for all the shared libraries that use
+# them. lab finds them in the layout: fl_NN_compare_<side>_lib and
+# fl_NN_compare_<side>_target.
+function(_lesson_compare name num exercise baseline_src libs variants)
+  set(course "${PROJECT_SOURCE_DIR}/lessons/${name}")
+  if(NOT TARGET fusionlab_compare_common)
+    get_target_property(common_src fusionlab_common SOURCES)
+    add_library(fusionlab_compare_common OBJECT ${common_src} tools/compare_abi.c)
+    set_target_properties(fusionlab_compare_common PROPERTIES POSITION_INDEPENDENT_CODE ON)
+    target_include_directories(fusionlab_compare_common PUBLIC "${PROJECT_SOURCE_DIR}/common")
+    # compare_abi.c reads the lessons' headers and tests/thresholds.h
+    target_include_directories(fusionlab_compare_common PRIVATE "${PROJECT_SOURCE_DIR}")
+    target_link_libraries(fusionlab_compare_common PUBLIC CUDA::cudart m)
+  endif()
+  set(base "lesson${num}_compare_baseline")
+  add_library(${base} OBJECT ${baseline_src})
+  set_target_properties(${base} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  target_include_directories(${base} PUBLIC "${course}")
+  target_include_directories(${base} PRIVATE "${PROJECT_SOURCE_DIR}/tests")
+  target_link_libraries(${base} PUBLIC fusionlab_compare_common ${libs})
+  target_compile_definitions(${base} PUBLIC FUSIONLAB_BUILD_DIR="${CMAKE_BINARY_DIR}")
+  get_property(sh GLOBAL PROPERTY FUSIONLAB_LAYOUT_SH)
+  foreach(variant IN LISTS variants)
+    if(variant STREQUAL "solution")
+      set(dir "${PROJECT_SOURCE_DIR}/solutions/${name}")
+    else()
+      set(dir "${FUSIONLAB_STUDENT_ROOT}/${name}")
+    endif()
+    set(srcs "")
+    foreach(f IN LISTS exercise)
+      list(APPEND srcs "${dir}/${f}")
+    endforeach()
+    set(t "fusionlab_compare_${num}_${variant}")
+    add_library(${t} SHARED ${srcs})
+    set_target_properties(${t} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+    target_link_libraries(${t} PRIVATE ${base} fusionlab_compare_common)
+    if(variant STREQUAL "student")
+      # (a half-finished exercise must not break the course's own build)
+      set_target_properties(${t} PROPERTIES EXCLUDE_FROM_ALL TRUE)
+    endif()
+    string(APPEND sh "fl_${num}_compare_${variant}_target='${t}'\n"
+                     "fl_${num}_compare_${variant}_lib='$<TARGET_FILE:${t}>'\n")
+    if(variant STREQUAL "solution")
+      # (the ctest compare/abi loads every one of them)
+      set_property(GLOBAL APPEND PROPERTY FUSIONLAB_COMPARE_LIBS ${t})
+    endif()
+  endforeach()
+  set_property(GLOBAL PROPERTY FUSIONLAB_LAYOUT_SH "${sh}")
 endfunction()
 
 # The skeletons of a lesson's exercise files: a test per file that checks

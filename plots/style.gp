@@ -21,6 +21,11 @@ set linetype 2 lc rgb '#1f77b4' lw 2.2 pt 5 ps 0.9   # fused
 set linetype 3 lc rgb '#555555' lw 1.6 dt 2 pt -1    # measured copy ceiling
 set linetype 4 lc rgb '#2ca02c' lw 2.2 pt 9 ps 0.9   # a further variant
 set linetype 5 lc rgb '#9467bd' lw 2.2 pt 11 ps 0.9  # another
+# ./lab compare (tools/compare.py), drawn where a lesson's plot has a compare CSV
+set linetype 6 lc rgb '#ff7f0e' lw 1.8 dt 2 pt 8 ps 0.9   # PyTorch eager, op by op
+set linetype 7 lc rgb '#8c564b' lw 1.8 pt 13 ps 1.0       # PyTorch's fused op
+set linetype 8 lc rgb '#e377c2' lw 1.8 pt 3 ps 1.0        # Triton
+set linetype 9 lc rgb '#17becf' lw 1.8 dt 4 pt 12 ps 1.0  # your kernel (the student's)
 
 fl_formats = 'svg png'
 
@@ -28,6 +33,17 @@ fl_formats = 'svg png'
 fl_term(fmt, w, h) = (fmt eq 'svg') \
     ? sprintf("set terminal svg size %d,%d dynamic enhanced font 'Helvetica,13' background '#ffffff'; set output '%s.svg'", w, h, fl_base) \
     : sprintf("set terminal pngcairo size %d,%d enhanced font 'Helvetica,11' background '#ffffff'; set output '%s.png'", w, h, fl_base)
+
+# in a compare CSV (tools/compare.py): column `col` of the rows of variant
+# `v` whose output was right (check = ok), NaN elsewhere; vcol and chk are the
+# CSV's variant and check columns, which each lesson's plot.gp names
+fl_cmp_col(v, col, vcol, chk) = (strcol(vcol) eq v && strcol(chk) eq 'ok') ? column(col) : NaN
+
+# the key of a lesson's panel: `where` inside it, or below it when a compare
+# CSV adds its series (fl_cmp, plots/args.gp), which need the room; a plot
+# with one is drawn wider (fl_width)
+fl_key(where) = strlen(fl_cmp) ? 'set key outside right top samplen 2' : 'set key '.where
+fl_width(w) = strlen(fl_cmp) ? w + 500 : w
 
 # the value of column `col` on the first data row (quotes removed)
 fl_field(file, col) = system(sprintf("awk -F, 'NR==2 { gsub(/\"/, \"\"); print $%d }' '%s'", col, file))
