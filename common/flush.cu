@@ -54,23 +54,74 @@ __global__ void fl_copy_kernel(const int4 *__restrict__ src, int4 *__restrict__ 
     for (; i < n; i += stride) dst[i] = src[i];
 }
 
+// One int4 per thread, one thread per element: the launch shape that leaves
+// the scheduling of the loads to the hardware (the other copy kernel's
+// shape, a grid the size of the GPU, wins on some parts, this on others).
+__global__ void fl_copy_flat_kernel(const int4 *__restrict__ src, int4 *__restrict__ dst, size_t n)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = src[i];
+}
+
+// Read `n` int4 elements and write nothing (but for a value that never
+// occurs, which keeps the loads): four loads in flight per thread, as in the
+// copy. A read-heavy kernel (three reads per write, lesson 01) moves more
+// bytes a second than any copy, since the memory turns from reading to
+// writing less often; the ceiling must cover it.
+__global__ void fl_read_kernel(const int4 *__restrict__ src, size_t n, int *sink)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int acc = 0;
+    for (; i + 3 * stride < n; i += 4 * stride) {
+        int4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
+        acc ^= a.x ^ b.y ^ c.z ^ d.w;
+    }
+    for (; i < n; i += stride) acc ^= src[i].x;
+    if (acc == 0x5eed1e55) *sink = acc;
+}
+
 // ============================================================================
 // launchers
 // ============================================================================
 
-EXTERN_C cudaError_t fl_copy_device(void *dst, const void *src, size_t bytes,
-                                    cudaStream_t stream)
+// Blocks of 256 threads for the grid-stride kernels: 8 per SM, 2048 threads,
+// the most an SM keeps; fewer when n is small.
+static cudaError_t stream_blocks(size_t n, int *blocks)
+{
+    int dev = 0, sms = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    size_t want = (size_t)sms * 8, need = CEIL_DIV(n, 256);
+    *blocks = (int)(need < want ? need : want);
+    return cudaSuccess;
+}
+
+EXTERN_C cudaError_t fl_stream_device(fl_stream_kind kind, void *dst, const void *src,
+                                      size_t bytes, int *sink, cudaStream_t stream)
 {
     if (((uintptr_t)dst | (uintptr_t)src | bytes) % sizeof(int4) != 0) return cudaErrorInvalidValue;
     size_t n = bytes / sizeof(int4);
     if (n == 0) return cudaSuccess;
-    int dev = 0, sms = 0;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    // 8 blocks of 256 threads per SM: 2048 threads, the most an SM keeps
-    size_t want = (size_t)sms * 8, need = CEIL_DIV(n, 256);
-    int blocks = (int)(need < want ? need : want);
-    fl_copy_kernel<<<blocks, 256, 0, stream>>>((const int4 *)src, (int4 *)dst, n);
+    int blocks = 0;
+    switch (kind) {
+    case FL_STREAM_COPY:
+        CUDA_CHECK(stream_blocks(n, &blocks));
+        fl_copy_kernel<<<blocks, 256, 0, stream>>>((const int4 *)src, (int4 *)dst, n);
+        break;
+    case FL_STREAM_COPY_FLAT:
+        if (CEIL_DIV(n, 256) > 0x7fffffffu) return cudaErrorInvalidValue;
+        fl_copy_flat_kernel<<<(unsigned int)CEIL_DIV(n, 256), 256, 0, stream>>>(
+            (const int4 *)src, (int4 *)dst, n);
+        break;
+    case FL_STREAM_READ:
+        if (sink == NULL) return cudaErrorInvalidValue;
+        CUDA_CHECK(stream_blocks(n, &blocks));
+        fl_read_kernel<<<blocks, 256, 0, stream>>>((const int4 *)src, n, sink);
+        break;
+    default:
+        return cudaErrorInvalidValue;
+    }
     CUDA_CHECK_LAST();
     return cudaSuccess;
 }

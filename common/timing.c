@@ -277,6 +277,8 @@ typedef struct {
     void *dst;
     const void *src;
     size_t bytes;
+    int *sink;
+    fl_stream_kind kind;
 } copy_ctx;
 
 static cudaError_t run_copy(void *ctx, cudaStream_t stream)
@@ -286,10 +288,10 @@ static cudaError_t run_copy(void *ctx, cudaStream_t stream)
                            stream);
 }
 
-static cudaError_t run_copy_kernel(void *ctx, cudaStream_t stream)
+static cudaError_t run_stream(void *ctx, cudaStream_t stream)
 {
     copy_ctx *c = (copy_ctx *)ctx;
-    return fl_copy_device(c->dst, c->src, c->bytes, stream);
+    return fl_stream_device(c->kind, c->dst, c->src, c->bytes, c->sink, stream);
 }
 
 static fl_copy_ceiling g_ceiling_parts;
@@ -311,33 +313,44 @@ cudaError_t fl_copy_bandwidth_gbs(size_t bytes_per_buffer, double *gbs)
     CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     size_t bytes = bytes_per_buffer ? bytes_per_buffer : ((size_t)256 << 20);
     if (bytes > free_b / 8) bytes = (free_b / 8) & ~(size_t)255;
-    bytes &= ~(size_t)15; /* whole int4s for the kernel */
+    bytes &= ~(size_t)15; /* whole int4s for the kernels */
 
-    copy_ctx c = {NULL, NULL, bytes};
+    copy_ctx c = {NULL, NULL, bytes, NULL, FL_STREAM_COPY};
     cudaError_t err = CUDA_REPORT(cudaMalloc(&c.dst, bytes));
     if (err == cudaSuccess) err = CUDA_REPORT(cudaMalloc((void **)&c.src, bytes));
+    if (err == cudaSuccess) err = CUDA_REPORT(cudaMalloc((void **)&c.sink, sizeof(int)));
     if (err == cudaSuccess) err = CUDA_REPORT(cudaMemset((void *)c.src, 1, bytes));
 
     if (err == cudaSuccess) {
         /* side by side, interleaved, as every comparison of the course */
-        fl_variant v[2] = {
-            {.name = "cudaMemcpy D2D", .run = run_copy, .ctx = &c, .bytes = 2.0 * (double)bytes},
-            {.name = "copy kernel (int4)", .run = run_copy_kernel, .ctx = &c,
-             .bytes = 2.0 * (double)bytes},
+        copy_ctx k1 = c, k2 = c, rd = c;
+        k1.kind = FL_STREAM_COPY;
+        k2.kind = FL_STREAM_COPY_FLAT;
+        rd.kind = FL_STREAM_READ;
+        double both = 2.0 * (double)bytes;
+        fl_variant v[4] = {
+            {.name = "cudaMemcpy D2D", .run = run_copy, .ctx = &c, .bytes = both},
+            {.name = "copy kernel (int4, 4 in flight)", .run = run_stream, .ctx = &k1, .bytes = both},
+            {.name = "copy kernel (int4, flat)", .run = run_stream, .ctx = &k2, .bytes = both},
+            {.name = "read-only stream", .run = run_stream, .ctx = &rd, .bytes = (double)bytes},
         };
         fl_timing_opts opts = fl_timing_defaults();
         opts.samples = 25;
-        fl_timing t[2];
-        err = fl_time_variants(v, 2, &opts, t);
+        fl_timing t[4];
+        err = fl_time_variants(v, 4, &opts, t);
         if (err == cudaSuccess) {
             g_ceiling_parts.memcpy_gbs = t[0].gbs;
-            g_ceiling_parts.kernel_gbs = t[1].gbs;
-            cached = t[0].gbs > t[1].gbs ? t[0].gbs : t[1].gbs;
+            g_ceiling_parts.kernel_gbs = t[1].gbs > t[2].gbs ? t[1].gbs : t[2].gbs;
+            g_ceiling_parts.read_gbs = t[3].gbs;
+            cached = 0.0;
+            for (int i = 0; i < 4; ++i)
+                if (t[i].gbs > cached) cached = t[i].gbs;
             cached_dev = dev;
             *gbs = cached;
         }
     }
     if (c.dst) (void)cudaFree(c.dst);
     if (c.src) (void)cudaFree((void *)c.src);
+    if (c.sink) (void)cudaFree(c.sink);
     return err;
 }

@@ -107,30 +107,39 @@ EXTERN_C cudaError_t fl_l2_flush(const void *buf, size_t bytes, int *sink,
 EXTERN_C cudaError_t fl_gpu_hold(double us, int blocks, int threads,
                                  cudaStream_t stream);
 
-/* Copy `bytes` (a multiple of 16, both pointers 16-byte aligned) from src
- * to dst on `stream` with the course's vectorised copy kernel (flush.cu):
- * the other half of the copy ceiling. cudaErrorInvalidValue when misaligned. */
-EXTERN_C cudaError_t fl_copy_device(void *dst, const void *src, size_t bytes,
-                                    cudaStream_t stream);
+/* The streaming kernels of the ceiling (flush.cu), on `stream`: `bytes` a
+ * multiple of 16 and both pointers 16-byte aligned (else
+ * cudaErrorInvalidValue). FL_STREAM_COPY and FL_STREAM_COPY_FLAT copy src
+ * to dst (a grid the size of the GPU with four 16-byte loads in flight per
+ * thread; one 16-byte element per thread); FL_STREAM_READ reads src and
+ * writes nothing but, never in practice, one int to `sink`. */
+typedef enum { FL_STREAM_COPY, FL_STREAM_COPY_FLAT, FL_STREAM_READ } fl_stream_kind;
+EXTERN_C cudaError_t fl_stream_device(fl_stream_kind kind, void *dst, const void *src,
+                                      size_t bytes, int *sink, cudaStream_t stream);
 
-/* The copy ceiling: measured, not read off a datasheet. A large
- * device-to-device copy timed with the protocol above, two ways side by
- * side: cudaMemcpyAsync and the vectorised copy kernel (fl_copy_device);
- * the ceiling is the faster of the two, in GB/s (1 GB = 1e9 bytes), bytes
- * read + bytes written, on the current device. Either alone can fall short
- * (on an H200 the kernel moves about 5% more than cudaMemcpy), and a
- * ceiling below what a kernel reaches would make "% of the ceiling" read
- * above 100. It is the ceiling every memory-bound lesson is measured
- * against. The first call measures (a few hundred milliseconds); later
- * calls in the same process return the cached figure. bytes_per_buffer = 0
- * picks the default (256 MiB, capped at an eighth of free memory). */
+/* The ceiling every memory-bound lesson is measured against ("the copy
+ * ceiling"): measured, not read off a datasheet. Large device-to-device
+ * streams timed with the protocol above, side by side: cudaMemcpyAsync, the
+ * two copy kernels, and a read-only stream; the ceiling is the most bytes a
+ * second any of them moved, in GB/s (1 GB = 1e9 bytes; bytes read + bytes
+ * written). No one of them is enough alone: on an H200 a copy kernel moves
+ * about 5% more than cudaMemcpy, on an H100 cudaMemcpy moves more than a
+ * copy kernel, and there a kernel that reads three times for each write
+ * (lesson 01's) moves more than any copy, since the memory turns from
+ * reading to writing less often. A ceiling below what a kernel reaches would
+ * make "% of the ceiling" read above 100. The first call measures (a few
+ * hundred milliseconds); later calls in the same process return the cached
+ * figure. bytes_per_buffer = 0 picks the default (256 MiB, capped at an
+ * eighth of free memory). */
 EXTERN_C cudaError_t fl_copy_bandwidth_gbs(size_t bytes_per_buffer,
                                            double *gbs);
 
-/* What the last measurement of fl_copy_bandwidth_gbs on this process saw:
- * each way's GB/s (0 before the first). For the benches' CSVs and plots. */
+/* What the last measurement of fl_copy_bandwidth_gbs in this process saw:
+ * each way's GB/s (0 before the first). For the benches and ./lab doctor. */
 typedef struct {
-    double memcpy_gbs, kernel_gbs;
+    double memcpy_gbs;   /* cudaMemcpyAsync, device to device */
+    double kernel_gbs;   /* the faster of the two copy kernels */
+    double read_gbs;     /* the read-only stream */
 } fl_copy_ceiling;
 EXTERN_C fl_copy_ceiling fl_copy_ceiling_parts(void);
 

@@ -185,10 +185,9 @@ void fl_test_speed(const char *label, fl_variant *baseline, fl_variant *candidat
                    double min_speedup, double min_pct_ceiling);
 
 /* A variant's bandwidth above this multiple of the measured copy ceiling is
- * not believed (the ceiling is the faster of cudaMemcpy and a vectorised
- * copy kernel, so the best kernels stay near 1.0x; the slack covers a
- * read-heavy kernel and a noisy machine): the work was skipped, cached or
- * hidden. */
+ * not believed (the ceiling is the most of cudaMemcpy, copy kernels and a
+ * read-only stream, so the best kernels stay near 1.0x; the slack covers a
+ * noisy machine): the work was skipped, cached or hidden. */
 #define FL_ROOFLINE_SLACK 1.5
 
 /* 1 unless t->gbs exceeds FL_ROOFLINE_SLACK x ceiling_gbs (> 0). */
