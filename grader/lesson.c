@@ -262,6 +262,14 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
         free(unverified);
         free(unaudited);
     }
+    if (proc_interrupted()) {
+        /* a stage cut short is no verdict (a sanitizer stopped halfway
+         * would cost its points): the lesson was not graded */
+        lr->score = 0.0;
+        free(lr->summary);
+        lesson_fail(lr, L_INTERRUPTED, ST_NOT_RUN, xstrdup("not graded: grading was interrupted"),
+                    NULL, "not run: grading was interrupted");
+    }
     for (int i = 0; i < suites.n; ++i) {
         suite_run_free(&runs[i]);
         free(evidence[i]);
