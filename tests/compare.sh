@@ -95,7 +95,7 @@ plots)
         if run "$lesson: plot.gp IN OUT" 0 "$gp" -c "$d/plot.gp" "$in" "$work/$lesson/plain.svg"; then
             if [ ! -s "$work/$lesson/plain.svg" ] || [ ! -s "$work/$lesson/plain.png" ]; then
                 fail "$lesson: no SVG and PNG"
-            elif grep -q "PyTorch eager\|your kernel" "$work/$lesson/plain.svg"; then
+            elif grep -q "Triton\|your kernel" "$work/$lesson/plain.svg"; then
                 fail "$lesson: a plot without a compare CSV draws PyTorch"
             elif [ -s "$work/out" ]; then
                 fail "$lesson: gnuplot said something: $(cat "$work/out")"
@@ -124,7 +124,7 @@ plots)
             run "$lesson: plot.gp IN OUT ($how compare CSV)" 0 "$gp" -c "$d/plot.gp" "$in" "$out" "$@" || continue
             case $lesson in
                 05-*) want="SDPA flash float16" ;;
-                *) want="PyTorch eager" ;;
+                *) want="Triton" ;;
             esac
             if ! grep -q "$want" "$out"; then
                 fail "$lesson: the $how compare CSV is not drawn ('$want' is not in the SVG)"
@@ -139,7 +139,7 @@ plots)
         # 4. a compare CSV of another GPU beside it: left out, with a note
         python3 "$root/tests/test_compare.py" --fake-csv "$lesson" "$work/$lesson/$lesson-compare.csv" "Another GPU"
         if run "$lesson: plot.gp beside another GPU's compare CSV" 0 "$gp" -c "$d/plot.gp" "$in" "$work/$lesson/other.svg"; then
-            if grep -q "PyTorch eager\|your kernel" "$work/$lesson/other.svg"; then
+            if grep -q "Triton\|your kernel" "$work/$lesson/other.svg"; then
                 fail "$lesson: another GPU's compare CSV is drawn"
             elif ! grep -q "was measured on Another GPU.*drawn without the comparison" "$work/out"; then
                 fail "$lesson: no note that another GPU's compare CSV is left out: $(cat "$work/out")"

@@ -4,7 +4,9 @@
 # CSV columns: device,date,n,unfused_us,fused_us,speedup,unfused_gbs,fused_gbs,
 #              ceiling_gbs,fused_pct_of_ceiling
 # With a compare CSV (./lab compare 01; by default the sibling *-compare.csv),
-# PyTorch, Triton and your kernel are drawn too. Its columns: device,date,op,
+# PyTorch, Triton and your kernel are drawn too (PyTorch eager on the speedup side
+# only: the bandwidth side counts the bytes each version must move, which
+# the compare CSV does not give for it). Its columns: device,date,op,
 # n,variant,kind,median_us,gbs,pct_of_ceiling,tflops,check,max_err,
 # solution_speedup,note
 fl_arg3 = ARGC >= 3 ? ARG3 : ''   # (before `load`, after which ARG3 is no longer set)
@@ -14,7 +16,7 @@ call here.'/../../plots/args.gp' ARG1 ARG2 fl_arg3
 
 # the compare CSV's y = (a + b) * s + c rows of variant v: column col where right
 c01(v, col) = strcol(3) eq 'fused_elementwise' ? fl_cmp_col(v, col, 5, 11) : NaN
-cmp_bw = strlen(fl_cmp) == 0 ? '' : sprintf(", '%s' using 4:(c01('torch eager', 8)) with linespoints lt 6 title 'PyTorch eager: 3 kernels', '' using 4:(c01('triton', 8)) with linespoints lt 8 title 'Triton: 1 kernel', '' using 4:(c01('student', 8)) with linespoints lt 9 title 'your kernel'", fl_cmp)
+cmp_bw = strlen(fl_cmp) == 0 ? '' : sprintf(", '%s' using 4:(c01('triton', 8)) with linespoints lt 8 title 'Triton: 1 kernel', '' using 4:(c01('student', 8)) with linespoints lt 9 title 'your kernel'", fl_cmp)
 cmp_x = strlen(fl_cmp) == 0 ? '' : sprintf(", '%s' using 4:(c01('torch eager', 13)) with linespoints lt 6 title 'over PyTorch eager'", fl_cmp)
 
 do for [fl_fmt in fl_formats] {

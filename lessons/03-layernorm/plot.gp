@@ -10,6 +10,8 @@
 # PyTorch, Triton and your kernel are drawn too (its 4096-row shapes). Its
 # columns: device,date,op,rows,cols,variant,kind,median_us,gbs,pct_of_ceiling,
 # tflops,check,max_err,solution_speedup,note
+# (PyTorch eager is left out: the plot counts the bytes each version must
+# move, which the compare CSV does not give for it; ./lab compare 03 tables it.)
 fl_arg3 = ARGC >= 3 ? ARG3 : ''   # (before `load`, after which ARG3 is no longer set)
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/../../plots/style.gp'
@@ -17,8 +19,8 @@ call here.'/../../plots/args.gp' ARG1 ARG2 fl_arg3
 
 # the compare CSV's 4096-row shapes of operation op and variant v: GB/s where right
 c03(op, v) = (strcol(3) eq op && column(4) == 4096) ? fl_cmp_col(v, 9, 6, 12) : NaN
-cmp_fwd = strlen(fl_cmp) == 0 ? '' : sprintf(", '%s' using 5:(c03('layernorm_fwd', 'torch eager')) with linespoints lt 6 title 'PyTorch eager: 8 operations', '' using 5:(c03('layernorm_fwd', 'F.layer_norm')) with linespoints lt 7 title 'F.layer_norm' noenhanced, '' using 5:(c03('layernorm_fwd', 'triton')) with linespoints lt 8 title 'Triton (tutorial style)', '' using 5:(c03('layernorm_fwd', 'student')) with linespoints lt 9 title 'your kernel'", fl_cmp)
-cmp_bwd = strlen(fl_cmp) == 0 ? '' : sprintf(", '%s' using 5:(c03('layernorm_bwd', 'torch eager')) with linespoints lt 6 title 'PyTorch eager: 13 operations', '' using 5:(c03('layernorm_bwd', 'F.layer_norm autograd')) with linespoints lt 7 title 'F.layer_norm backward (autograd)' noenhanced, '' using 5:(c03('layernorm_bwd', 'student')) with linespoints lt 9 title 'your kernel (deterministic)'", fl_cmp)
+cmp_fwd = strlen(fl_cmp) == 0 ? '' : sprintf(", '%s' using 5:(c03('layernorm_fwd', 'F.layer_norm')) with linespoints lt 7 title 'F.layer_norm' noenhanced, '' using 5:(c03('layernorm_fwd', 'triton')) with linespoints lt 8 title 'Triton (tutorial style)', '' using 5:(c03('layernorm_fwd', 'student')) with linespoints lt 9 title 'your kernel'", fl_cmp)
+cmp_bwd = strlen(fl_cmp) == 0 ? '' : sprintf(", '%s' using 5:(c03('layernorm_bwd', 'F.layer_norm autograd')) with linespoints lt 7 title 'F.layer_norm backward (autograd)' noenhanced, '' using 5:(c03('layernorm_bwd', 'student')) with linespoints lt 9 title 'your kernel (deterministic)'", fl_cmp)
 
 do for [fl_fmt in fl_formats] {
     eval fl_term(fl_fmt, fl_width(1200), 480)
