@@ -828,6 +828,35 @@ static void sanitizer_verdict(const grader *g, lesson_result *lr, const proc_res
     }
 }
 
+/* The worked solution's test program's --list, in DIR/tests.list: its path,
+ * or NULL (with a note) when there is none to be had. */
+static char *trusted_listing(grader *g, lesson_result *lr, const char *dir)
+{
+    const lesson_info *li = lr->li;
+    if (li->solution_test == NULL || !is_file(li->b.solution_test_bin)) {
+        strlist_add(&lr->notes, "the sanitizer ran the tests the submission's own test program "
+                                "lists (no worked solution's program to list them)");
+        return NULL;
+    }
+    char *argv[] = {li->b.solution_test_bin, "--list", NULL};
+    proc_opts o = {.timeout_s = 60, .head = 1 << 16, .tail = 1 << 16};
+    proc_result r;
+    run_step(g, STEP_TRUSTED, li, NULL, argv, NULL, &o, &r);
+    char *path = NULL;
+    if (r.exit_code == 0 && !r.timed_out && r.term_signal == 0 && r.output) {
+        path = path_join(dir, "tests.list");
+        if (write_file_atomic(path, r.output, strlen(r.output)) != 0) {
+            free(path);
+            path = NULL;
+        }
+    }
+    if (path == NULL)
+        strlist_add(&lr->notes, "the sanitizer ran the tests the submission's own test program "
+                                "lists (the worked solution's program could not list them)");
+    proc_result_free(&r);
+    return path;
+}
+
 /* tools/sanitize (all four tools, the small cases of every suite but speed,
  * baseline and counters) on the student's test program, within the
  * grader's sanitizer limit; its report becomes the check's output, the
@@ -848,8 +877,21 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
         sbuf_addf(&files, "%s%s", i ? " " : "", li->exercise.v[i]);
     char njobs[16];
     snprintf(njobs, sizeof njobs, "%d", g->test_jobs > 1 ? g->test_jobs : 1);
+    /* the tests to run: the worked solution's test program's list (the same
+     * test source), written into the step's folder before the step starts
+     * (tools/sanitize reads it before any of the student's code runs). The
+     * student's program's own --list is the student's code's word, and a
+     * test left out of it would go unchecked. */
+    char *list_file = trusted_listing(g, lr, outdir);
     char *argv[] = {"sh", script, "--tool", "all", "--timeout", per_tool, "--jobs", njobs,
-                    "--out", outdir, "--files", (char *)sbuf_str(&files), (char *)binary, NULL};
+                    "--out", outdir, "--files", (char *)sbuf_str(&files), NULL, NULL, NULL,
+                    NULL};
+    int na = 11;
+    if (list_file) {
+        argv[na++] = "--list-file";
+        argv[na++] = list_file;
+    }
+    argv[na] = (char *)binary;
     char *seed_env = s->keys.seed ? xasprintf("FUSIONLAB_GRADE_SEED=%s", s->keys.seed) : NULL;
     const char *env_set[3] = {NULL, NULL, NULL};
     int e = 0;
@@ -879,6 +921,7 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
     proc_result_free(&r);
     free(script);
     free(outdir);
+    free(list_file);
     sbuf_free(&files);
 }
 

@@ -30,6 +30,11 @@ filter=
 while [ $# -gt 0 ]; do
     case $1 in
         --list)
+            if [ -n "${FAKE_HIDE:-}" ]; then   # a program that lies about its tests
+                printf 'A_one: 2 tests\n├── alpha\n└── beta\n'
+                printf 'B_two: 2 tests\n├── delta\n└── eps\n'
+                exit 0
+            fi
             printf 'A_one: 3 tests\n├── alpha\n├── beta\n└── gamma\n'
             printf 'B_two: 2 tests\n├── delta\n└── eps\n'
             printf 'speed: 1 test\n└── fused_vs_unfused\n'
@@ -137,7 +142,24 @@ n=$(wc -l <"$t/slow.fake/ran")
 [ "$n" -lt 5 ] && ok "past its limit: the runs after it were not started ($n of 5 ran)" ||
     bad "past its limit: all $n runs ran"
 
-# 5. bad --jobs, and --suites naming a suite the program lacks
+# 5. a program that leaves a test out of its own --list (gamma, the one with
+#    the error) hides it; --list-file with a trusted build's listing does not
+sed 's/FAKE_HIDE:-/FAKE_HIDE_NOT_HERE:-/' "$t/prog" >"$t/trusted" && chmod +x "$t/trusted"
+"$t/trusted" --list >"$t/listing.txt"
+rc=$(FAKE_SLEEP=0 FAKE_HIDE=1 FAKE_TOOL=memcheck FAKE_BAD=A_one/gamma run_sanitize hidden --jobs 2)
+[ "$rc" = 0 ] && ! grep -q "A_one/gamma" "$t/hidden.fake/ran" &&
+    ok "without --list-file, a test the program leaves out of --list is not run (why the grader gives one)" ||
+    bad "the lying program's run: exit $rc"
+rc=$(FAKE_SLEEP=0 FAKE_HIDE=1 FAKE_TOOL=memcheck FAKE_BAD=A_one/gamma run_sanitize listfile --jobs 2 \
+    --list-file "$t/listing.txt")
+[ "$rc" = 1 ] && grep -q '^memcheck: 1 error' "$t/listfile.out" &&
+    ok "--list-file: the hidden test runs, and its error is found" ||
+    { bad "--list-file: exit $rc"; cat "$t/listfile.out"; }
+rc=$(run_sanitize nolist --list-file "$t/none")
+[ "$rc" = 2 ] && grep -q 'cannot be read' "$t/nolist.out" &&
+    ok "--list-file that is not there refused" || bad "--list-file missing: exit $rc"
+
+# 6. bad --jobs, and --suites naming a suite the program lacks
 rc=$(run_sanitize badjobs --jobs 0)
 [ "$rc" = 2 ] && grep -q -- '--jobs needs a whole number' "$t/badjobs.out" && ok "--jobs 0 refused" ||
     bad "--jobs 0: exit $rc"
