@@ -886,7 +886,7 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
     char *argv[] = {"sh", script, "--tool", "all", "--timeout", per_tool, "--jobs", njobs,
                     "--out", outdir, "--files", (char *)sbuf_str(&files), NULL, NULL, NULL,
                     NULL};
-    int na = 11;
+    int na = 12; /* (the entries above, up to the files) */
     if (list_file) {
         argv[na++] = "--list-file";
         argv[na++] = list_file;
