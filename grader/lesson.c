@@ -342,8 +342,15 @@ static int reference_take(grader *g, const char *num, const cJSON *les)
 {
     const cJSON *recs = cJSON_GetObjectItemCaseSensitive(les, "records");
     const cJSON *notes = cJSON_GetObjectItemCaseSensitive(les, "notes");
-    if (!cJSON_IsArray(recs) || !cJSON_IsArray(notes)) return -1;
+    if (!cJSON_IsArray(recs) || !cJSON_IsArray(notes) || cJSON_GetArraySize(recs) == 0) return -1;
     const cJSON *o;
+    cJSON_ArrayForEach(o, recs) { /* all of them whole, or none taken */
+        speed_rec r;
+        if (speed_rec_from_json(o, 1, &r) != 0) return -1;
+        free(r.suite);
+        free(r.test);
+        free(r.label);
+    }
     cJSON_ArrayForEach(o, recs) {
         speed_rec r;
         if (speed_rec_from_json(o, 1, &r) != 0) return -1;
@@ -409,7 +416,9 @@ void reference_for_batch(grader *g)
     cJSON *root = text ? cJSON_Parse(text) : NULL;
     free(text);
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
-    if (root == NULL || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, REFERENCE_FORMAT) != 0) {
+    const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(root, "gpu");
+    if (root == NULL || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, REFERENCE_FORMAT) != 0 ||
+        !cJSON_IsString(gpu) || strcmp(gpu->valuestring, g->gpu_name ? g->gpu_name : "") != 0) {
         cJSON_Delete(root);
         root = cJSON_CreateObject();
         cJSON_AddStringToObject(root, "format", REFERENCE_FORMAT);
@@ -422,11 +431,15 @@ void reference_for_batch(grader *g)
         const char *num = g->lessons.v[i];
         const cJSON *les = cJSON_GetObjectItemCaseSensitive(lessons, num);
         if (les && reference_take(g, num, les) == 0) continue;
-        int note0 = g->reference_notes.n;
+        int note0 = g->reference_notes.n, rec0 = g->reference.n;
         run_reference(g, manifest_find(&g->man, num), rubric_find(&g->rub, num));
         cJSON_DeleteItemFromObjectCaseSensitive(lessons, num);
-        cJSON_AddItemToObject(lessons, num, reference_entry(g, num, note0));
-        measured = 1;
+        /* a measurement that left no time (killed, interrupted) is not
+         * shared: each other worker then measures its own */
+        if (g->reference.n > rec0) {
+            cJSON_AddItemToObject(lessons, num, reference_entry(g, num, note0));
+            measured = 1;
+        }
     }
     if (measured) {
         char *out = cJSON_Print(root);

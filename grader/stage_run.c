@@ -862,7 +862,7 @@ static char *trusted_listing(grader *g, lesson_result *lr, const char *dir)
  * grader's sanitizer limit; its report becomes the check's output, the
  * sanitizer's own output the log NN-sanitizer.log. */
 static void sanitize(grader *g, submission *s, lesson_result *lr, const char *binary,
-                     const char *progress, sanitizer_run *sr)
+                     int jobs, const char *progress, sanitizer_run *sr)
 {
     const lesson_info *li = lr->li;
     char *script = path_join(g->course, "tools/sanitize");
@@ -876,7 +876,7 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
     for (int i = 0; i < li->exercise.n; ++i)
         sbuf_addf(&files, "%s%s", i ? " " : "", li->exercise.v[i]);
     char njobs[16];
-    snprintf(njobs, sizeof njobs, "%d", g->test_jobs > 1 ? g->test_jobs : 1);
+    snprintf(njobs, sizeof njobs, "%d", jobs > 1 ? jobs : 1);
     /* the tests to run: the worked solution's test program's list (the same
      * test source), written into the step's folder before the step starts
      * (tools/sanitize reads it before any of the student's code runs). The
@@ -943,13 +943,14 @@ void run_sanitizer(grader *g, submission *s, lesson_result *lr, const char *bina
                 san->output = xstrdup("not run: a test of this lesson ran past its time limit "
                                       "(a kernel that never ends?); the sanitizer would hang too");
             else {
-                /* beside other workers' steps; a verdict a neighbour could
+                /* beside other workers' steps and with --test-jobs processes
+                 * of each tool at once; a verdict a neighbour could
                  * have caused (a tool past its limit, a tool that could not
                  * run, a CUDA call that failed: out of memory) is checked
                  * again with the GPU alone, and that one counts. An error
                  * the tools locate in the student's kernels is theirs. */
                 lr->gpu_wait_s += gpu_hold(g, GPU_SHARED);
-                sanitize(g, s, lr, binary, progress, san);
+                sanitize(g, s, lr, binary, g->test_jobs, progress, san);
                 gpu_release(g);
                 const char *o = san->output ? san->output : "";
                 int neighbour = san->status == ST_FAILED
@@ -958,13 +959,15 @@ void run_sanitizer(grader *g, submission *s, lesson_result *lr, const char *bina
                                           strstr(o, "could not run")
                                     : san->status == ST_NOT_RUN &&
                                           !strstr(o, "no CUDA device") && !strstr(o, "not found");
-                if (g->gpu_lock && g->gpu && neighbour && !proc_interrupted()) {
+                if ((g->gpu_lock || g->test_jobs > 1) && g->gpu && neighbour &&
+                    !proc_interrupted()) {
+                    /* again alone: no other worker, one test at a time */
                     free(san->output);
                     san->output = NULL;
                     san->status = ST_NOT_RUN;
                     lr->reruns++;
                     lr->gpu_wait_s += gpu_hold(g, GPU_ALONE);
-                    sanitize(g, s, lr, binary, progress, san);
+                    sanitize(g, s, lr, binary, 1, progress, san);
                     gpu_release(g);
                 }
             }

@@ -82,6 +82,8 @@ if [ "$tool" = "${FAKE_TOOL:-}" ] && [ "$filter" = "${FAKE_BAD:-}" ]; then
     exit "$code"
 fi
 echo "========= ERROR SUMMARY: 0 errors"
+[ "$filter" = "${FAKE_STATUS_UNIT:-}" ] && exit "${FAKE_STATUS:-0}"
+exit 0
 EOF
 chmod +x "$t/bin/nvidia-smi" "$t/prog" "$t/bin/fake-sanitizer"
 
@@ -159,7 +161,16 @@ rc=$(run_sanitize nolist --list-file "$t/none")
 [ "$rc" = 2 ] && grep -q 'cannot be read' "$t/nolist.out" &&
     ok "--list-file that is not there refused" || bad "--list-file missing: exit $rc"
 
-# 6. bad --jobs, and --suites naming a suite the program lacks
+# 6. a run that ends with another status than the sanitizer's own (a test
+#    that kills its compute-sanitizer: 143) is no verdict, never clean
+rc=$(FAKE_SLEEP=0 FAKE_STATUS_UNIT=B_two/eps FAKE_STATUS=143 run_sanitize killed --jobs 2 --tool synccheck)
+[ "$rc" = 2 ] && grep -q '^synccheck: could not run: compute-sanitizer ended with exit status 143 under B_two/eps' "$t/killed.out" &&
+    ok "a run ended by a signal: 'could not run', not clean" || { bad "a run ended by a signal: exit $rc"; cat "$t/killed.out"; }
+rc=$(FAKE_SLEEP=0 FAKE_STATUS_UNIT=B_two/eps FAKE_STATUS=1 run_sanitize failed --jobs 2 --tool synccheck)
+[ "$rc" = 0 ] && ok "a run whose test failed (Criterion's 1) still counts (the other checks judge the test)" ||
+    { bad "a failed test's run: exit $rc"; cat "$t/failed.out"; }
+
+# 7. bad --jobs, and --suites naming a suite the program lacks
 rc=$(run_sanitize badjobs --jobs 0)
 [ "$rc" = 2 ] && grep -q -- '--jobs needs a whole number' "$t/badjobs.out" && ok "--jobs 0 refused" ||
     bad "--jobs 0: exit $rc"
