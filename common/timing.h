@@ -78,6 +78,11 @@ typedef struct {
                                from 1 over warm-ups then samples; else 0 */
     int check_runs;         /* runs checked */
     char check_msg[512];
+    int launch_late;        /* timed samples in which the GPU had passed the
+                               start event before run() returned: the host
+                               queued for longer than the hold, and part of
+                               that wait may be in the time (C launchers:
+                               never; a Python framework's call: it can be) */
 } fl_timing;
 
 EXTERN_C fl_timing_opts fl_timing_defaults(void);

@@ -153,7 +153,7 @@ class Goals(unittest.TestCase):
                 row("softmax", "4x2048", "triton", 12.0)]
         (line,) = compare.goal_lines(rows, [Goal("at least Triton", "softmax", "triton", 1.0)])
         self.assertTrue(line.startswith("goal: at least Triton: met at 1 of 2 shapes"), line)
-        self.assertIn("missed at 4x256 0.90x", line)
+        self.assertIn("missed at 4x256 0.900x", line)
         self.assertIn("4x1024 (triton n/a)", line)
         self.assertIn("4x2048 (solution WRONG)", line)
 
@@ -163,14 +163,30 @@ class Goals(unittest.TestCase):
                 row("fused_elementwise", "2^22", "solution", 9.0, shape=s, pct_of_ceiling=85.5)]
         (line,) = compare.goal_lines(rows, [Goal(">= 90% of copy", "fused_elementwise", None, 90.0)])
         self.assertIn("met at 1 of 2 shapes", line)
-        self.assertIn("missed at 2^22 86% of copy", line)
+        self.assertIn("missed at 2^22 85.5% of copy", line)
 
     def test_a_ratio_goal_above_one(self):
         rows = [row("layernorm_fwd", "4x256", "solution", 10.0),
                 row("layernorm_fwd", "4x256", "F.layer_norm", 14.0)]
         (line,) = compare.goal_lines(rows, [Goal(">= 1.5x", "layernorm_fwd", "F.layer_norm", 1.5)])
         self.assertIn("met at 0 of 1 shape;", line)
-        self.assertIn("missed at 4x256 1.40x", line)
+        self.assertIn("missed at 4x256 1.400x", line)
+
+    def test_a_miss_by_a_hair_is_not_rounded_up(self):
+        rows = [row("layernorm_bwd", "4x512", "solution", 10.0),
+                row("layernorm_bwd", "4x512", "F.layer_norm autograd", 14.97)]
+        (line,) = compare.goal_lines(rows, [Goal(">= 1.5x", "layernorm_bwd", "F.layer_norm autograd", 1.5)])
+        self.assertIn("missed at 4x512 1.497x", line)
+
+    def test_a_launch_bound_time_is_not_judged(self):
+        late = row("layernorm_bwd", "4x512", "F.layer_norm autograd", 118.1)
+        late.launch_late = True
+        rows = [row("layernorm_bwd", "4x512", "solution", 20.0), late,
+                row("layernorm_bwd", "4x4096", "solution", 85.0),
+                row("layernorm_bwd", "4x4096", "F.layer_norm autograd", 163.0)]
+        (line,) = compare.goal_lines(rows, [Goal(">= 1.5x", "layernorm_bwd", "F.layer_norm autograd", 1.5)])
+        self.assertIn("met at 1 of 1 shape;", line)
+        self.assertIn("4x512 (F.layer_norm autograd launch-bound", line)
 
 
 class Csv(unittest.TestCase):

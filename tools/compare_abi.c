@@ -69,7 +69,7 @@ static const member_offset kMembers[] = {
     MEMBER(fl_timing, tflops),          MEMBER(fl_timing, pct_of_ceiling),
     MEMBER(fl_timing, hidden_work),     MEMBER(fl_timing, check_ok),
     MEMBER(fl_timing, check_failed_run), MEMBER(fl_timing, check_runs),
-    MEMBER(fl_timing, check_msg),
+    MEMBER(fl_timing, check_msg),       MEMBER(fl_timing, launch_late),
 };
 
 /* The offset of type.member, or (size_t)-1 when this file does not know the
