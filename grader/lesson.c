@@ -206,6 +206,16 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
         st = scan_lesson(g, lr, &summary, &detail, &why);
         lr->scan_s = now_s() - t;
     }
+    if (st != L_GRADED && st != L_INTERRUPTED && proc_interrupted()) {
+        /* a build or a scan cut short says nothing of the files: not
+         * "build failed" or "flagged", but not graded */
+        free(summary);
+        free(detail);
+        free(why);
+        summary = xstrdup("not graded: grading was interrupted");
+        detail = why = NULL;
+        st = L_INTERRUPTED;
+    }
     if (st != L_GRADED) {
         lesson_fail(lr, st, st == L_FLAGGED ? ST_FAILED : ST_NOT_RUN, summary, detail, why);
         free(why);
