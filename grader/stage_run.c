@@ -773,6 +773,21 @@ static void sanitizer_log(grader *g, submission *s, const lesson_info *li, const
     sbuf log = {0};
     sbuf_addf(&log, "==== tools/sanitize: exit %d, %.1f s%s\n%s\n", r->exit_code, r->elapsed_s,
               r->timed_out ? " (stopped at the limit)" : "", r->output);
+    /* where the stage's time went: the slowest tests, each under one tool */
+    char *times_name = path_join(outdir, "times.txt");
+    char *times = read_step_file(times_name, 1u << 20, NULL, NULL);
+    if (times) {
+        sbuf_addf(&log, "==== the slowest tests (milliseconds, tool, test)\n");
+        const char *p = times;
+        for (int n = 0; n < 12 && *p; ++n) {
+            const char *e = strchr(p, '\n');
+            size_t len = e ? (size_t)(e - p) : strlen(p);
+            sbuf_addf(&log, "%.*s\n", (int)(len < 200 ? len : 200), p);
+            p = e ? e + 1 : p + len;
+        }
+    }
+    free(times);
+    free(times_name);
     for (size_t i = 0; i < sizeof kSanitizerTools / sizeof kSanitizerTools[0]; ++i) {
         char *name = xasprintf("%s/%s.log", outdir, kSanitizerTools[i]);
         char *text = read_step_file(name, 16u << 20, NULL, NULL);
