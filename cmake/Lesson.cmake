@@ -411,7 +411,8 @@ function(_lesson_manifest name num slug exercise tools cpu_suites has_solution)
   if(FUSIONLAB_HAVE_CRITERION)
     list(APPEND facts test_target "test_${num}_${slug}"
                       test_bin "$<TARGET_FILE:test_${num}_${slug}>"
-                      test_rules "${files}/test_${num}_${slug}.dir")
+                      test_rules "${files}/test_${num}_${slug}.dir"
+                      test_source "${PROJECT_SOURCE_DIR}/tests/test_${num}_${slug}.c")
     if(has_solution)
       list(APPEND facts solution_test_bin "$<TARGET_FILE:test_${num}_${slug}_solution>")
     endif()

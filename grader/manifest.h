@@ -13,7 +13,7 @@
  *      "test": "test_01_vector_add", "solution_test": "test_01_vector_add_solution",
  *      "build": {"student_lib": ..., "student_objects": [...], "student_rules": ...,
  *                "baseline_lib": ..., "scan_rules": ..., "test_bin": ...,
- *                "test_rules": ..., "solution_test_bin": ...}}]}
+ *                "test_rules": ..., "solution_test_bin": ..., "test_source": ...}}]}
  *
  * (`*_rules`: the target's folder of Makefile rules, CMakeFiles/<target>.dir,
  * relative to the build folder, as the Makefiles name it.)
@@ -33,6 +33,7 @@ typedef struct {
     char *test_bin;          /* the test program against the student's files */
     char *test_rules;        /* its Makefile rules folder (link.txt) */
     char *solution_test_bin; /* against the worked solution, or NULL */
+    char *test_source;       /* the tests' C source (the course's), or NULL */
 } lesson_build;
 
 typedef struct {

@@ -900,11 +900,17 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
     char *list_file = trusted_listing(g, lr, outdir);
     char *argv[] = {"sh", script, "--tool", "all", "--timeout", per_tool, "--jobs", njobs,
                     "--out", outdir, "--files", (char *)sbuf_str(&files), NULL, NULL, NULL,
-                    NULL};
+                    NULL, NULL, NULL};
     int na = 12; /* (the entries above, up to the files) */
     if (list_file) {
         argv[na++] = "--list-file";
         argv[na++] = list_file;
+    }
+    /* the parameterized tests (declared in the course's test source) have
+     * their cases spread over several processes of each tool */
+    if (li->b.test_source) {
+        argv[na++] = "--source";
+        argv[na++] = li->b.test_source;
     }
     argv[na] = (char *)binary;
     char *seed_env = s->keys.seed ? xasprintf("FUSIONLAB_GRADE_SEED=%s", s->keys.seed) : NULL;

@@ -5,6 +5,8 @@
 #include "data.h"
 #include "evidence.h"
 
+#include <criterion/alloc.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +56,42 @@ int fl_test_sanitizing(void)
 {
     const char *sanitize = getenv("FUSIONLAB_SANITIZE");
     return sanitize != NULL && sanitize[0] != '\0' && !(sanitize[0] == '0' && sanitize[1] == '\0');
+}
+
+/* FUSIONLAB_CASES="K/N" -> 1 and K, N (0 <= K < N <= 1024); else 0. */
+static int case_share(size_t *k, size_t *n)
+{
+    const char *v = getenv("FUSIONLAB_CASES");
+    if (v == NULL || *v == '\0') return 0;
+    char *end = NULL;
+    errno = 0;
+    unsigned long a = strtoul(v, &end, 10);
+    if (errno || end == v || *end != '/' || v[0] < '0' || v[0] > '9') return 0;
+    const char *w = end + 1;
+    unsigned long b = strtoul(w, &end, 10);
+    if (errno || end == w || *end != '\0' || w[0] < '0' || w[0] > '9') return 0;
+    if (b == 0 || b > 1024 || a >= b) return 0;
+    *k = a;
+    *n = b;
+    return 1;
+}
+
+static void free_case_share(struct criterion_test_params *p) { cr_free(p->params); }
+
+struct criterion_test_params fl_test_params(void *cases, size_t size, size_t n)
+{
+    struct criterion_test_params all = {.size = size, .params = cases, .length = n};
+    size_t k, shares;
+    if (!case_share(&k, &shares) || shares == 1) return all;
+    size_t m = k < n ? (n - k + shares - 1) / shares : 0;
+    if (m == 0) return (struct criterion_test_params){.size = size, .params = cases, .length = 0};
+    /* the worker processes read the cases from Criterion's shared arena */
+    char *mine = cr_malloc(m * size);
+    if (mine == NULL) return all; /* every case, in every share: more work, nothing missed */
+    size_t j = 0;
+    for (size_t i = k; i < n; i += shares) memcpy(mine + j++ * size, (char *)cases + i * size, size);
+    return (struct criterion_test_params){
+        .size = size, .params = mine, .length = m, .cleanup = free_case_share};
 }
 
 void fl_test_skip_if_too_large(size_t bytes)

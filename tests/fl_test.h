@@ -44,6 +44,16 @@ int fl_test_gpu_count(void);
 int fl_test_sanitizing(void);
 const char *fl_test_error_hint(cudaError_t e);
 
+/* The cases of a parameterized test, for its ParameterizedTestParameters:
+ *     return FL_PARAMS(shape01, kShapes, N_SHAPES);
+ * All `n` of them; or, when the environment variable FUSIONLAB_CASES is
+ * "K/N" (tools/sanitize spreads a parameterized test's cases over N
+ * processes), the cases whose index i has i % N == K. The N shares are
+ * disjoint and together hold every case. A malformed value is ignored:
+ * every case runs. */
+struct criterion_test_params fl_test_params(void *cases, size_t size, size_t n);
+#define FL_PARAMS(Type, Array, Len) fl_test_params((Array), sizeof(Type), (Len))
+
 /* cudaMalloc that asserts, with the size in the message. Every allocation
  * is followed by FL_GUARD_BYTES of a known pattern: fl_test_no_overrun()
  * tells whether a kernel wrote past the end of the `bytes` asked for.

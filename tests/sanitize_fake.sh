@@ -50,8 +50,21 @@ n=$(ls "$FAKE_DIR" | grep -c '^running\.')
 echo "$n" >>"$FAKE_DIR/peaks"
 sleep "${FAKE_SLEEP:-0}"
 rm -f "$FAKE_DIR/running.$$"
-echo "$filter" >>"$FAKE_DIR/ran"
 s=${filter%/*} n=${filter#*/}
+if [ "$filter" = A_one/beta ]; then
+    # a parameterized test of 5 cases: FUSIONLAB_CASES=K/N runs its share
+    i=0
+    while [ $i -lt 5 ]; do
+        case ${FUSIONLAB_CASES:-} in
+            */*) [ $((i % ${FUSIONLAB_CASES#*/})) -eq "${FUSIONLAB_CASES%/*}" ] &&
+                     echo "$filter#$i" >>"$FAKE_DIR/ran" ;;
+            *) echo "$filter#$i" >>"$FAKE_DIR/ran" ;;
+        esac
+        i=$((i + 1))
+    done
+else
+    echo "$filter${FUSIONLAB_CASES:+ with FUSIONLAB_CASES=$FUSIONLAB_CASES}" >>"$FAKE_DIR/ran"
+fi
 echo "[----] starting $s::$n"
 echo "[PASS] $s::$n: Test passed"
 echo "[====] Synthesis: Tested: 1 | Passing: 1 | Failing: 0 | Crashing: 0"
@@ -72,7 +85,8 @@ filter=
 for a in "$@"; do [ "${prev:-}" = --filter ] && filter=$a; prev=$a; done
 echo "========= COMPUTE-SANITIZER"
 "$@"
-if [ "$tool" = "${FAKE_TOOL:-}" ] && [ "$filter" = "${FAKE_BAD:-}" ]; then
+if [ "$tool" = "${FAKE_TOOL:-}" ] && [ "$filter" = "${FAKE_BAD:-}" ] &&
+    [ "${FUSIONLAB_CASES:-}" = "${FAKE_BAD_SHARE:-${FUSIONLAB_CASES:-}}" ]; then
     echo "========= Invalid __global__ write of size 4 bytes"
     echo "=========     at bad_kernel(float *)+0x70 in /src/student.cu:42"
     echo "=========     by thread (3,0,0) in block (4,0,0)"
@@ -104,7 +118,7 @@ rc=$(FAKE_SLEEP=0 run_sanitize clean1 --jobs 1)
 [ "$rc" = 0 ] && grep -q '^sanitizer: clean under memcheck, racecheck, initcheck, synccheck' "$t/clean1.out" \
     && ok "clean, --jobs 1: exit 0, clean under all four" || { bad "clean, --jobs 1 (exit $rc)"; cat "$t/clean1.out"; }
 got=$(sort "$t/clean1.fake/ran" | uniq -c | awk '{ print $1 "x" $2 }' | tr '\n' ' ')
-want="4xA_one/alpha 4xA_one/beta 4xA_one/gamma 4xB_two/delta 4xB_two/eps "
+want="4xA_one/alpha 4xA_one/beta#0 4xA_one/beta#1 4xA_one/beta#2 4xA_one/beta#3 4xA_one/beta#4 4xA_one/gamma 4xB_two/delta 4xB_two/eps "
 [ "$got" = "$want" ] && ok "each test once per tool, speed left out" || bad "tests run: '$got', want '$want'"
 
 # 2. --jobs 3: the same report, at most 3 runs of a tool at once (4 tools:
@@ -177,6 +191,44 @@ rc=$(run_sanitize badjobs --jobs 0)
 rc=$(run_sanitize nosuite --suites "A_one C_none")
 [ "$rc" = 2 ] && grep -q 'has no suite C_none' "$t/nosuite.out" && ok "--suites with an unknown suite refused" ||
     { bad "--suites C_none: exit $rc"; cat "$t/nosuite.out"; }
+
+# 8. --source: the parameterized test it declares (A_one/beta, 5 cases) is
+#    spread over --cases processes whose shares hold every case once; the
+#    other tests run whole, without FUSIONLAB_CASES (even when the caller's
+#    environment has one); a test the source declares that the listing lacks
+#    does not run; an error in one share is found
+cat >"$t/test_fake.c" <<'EOF'
+ParameterizedTestParameters(A_one, beta)
+{
+    return FL_PARAMS(int, kCases, 5);
+}
+ParameterizedTestParameters( Z_none,
+                             zeta )
+EOF
+rc=$(FAKE_SLEEP=0 FUSIONLAB_CASES=0/9 run_sanitize spread --jobs 2 --cases 3 --tool memcheck --source "$t/test_fake.c")
+got=$(sort "$t/spread.fake/ran" | tr '\n' ' ')
+want="A_one/alpha A_one/beta#0 A_one/beta#1 A_one/beta#2 A_one/beta#3 A_one/beta#4 A_one/gamma B_two/delta B_two/eps "
+[ "$rc" = 0 ] && [ "$got" = "$want" ] &&
+    ok "--source, --cases 3: every case of the parameterized test once, the others whole" ||
+    { bad "--source, --cases 3 (exit $rc): ran '$got', want '$want'"; cat "$t/spread.out"; }
+order=$(sed -n 's/^==== sanitize: memcheck, \(.*\) (limit.*/\1/p' "$t/spread/memcheck.log" | tr '\n' '|')
+[ "$order" = "A_one/alpha|A_one/beta, cases 0/3|A_one/beta, cases 1/3|A_one/beta, cases 2/3|A_one/gamma|B_two/delta|B_two/eps|" ] &&
+    ok "memcheck.log: three shares, in the listing's order" || bad "memcheck.log with shares: '$order'"
+grep -q 'A_one/beta (cases 1/3)' "$t/spread/times.txt" && [ "$(wc -l <"$t/spread/times.txt")" = 7 ] &&
+    ok "times.txt: one line per process" || { bad "times.txt"; cat "$t/spread/times.txt"; }
+rc=$(FAKE_SLEEP=0 FAKE_TOOL=racecheck FAKE_BAD=A_one/beta FAKE_BAD_SHARE=2/3 run_sanitize spreaderr --jobs 3 \
+    --cases 3 --tool racecheck --source "$t/test_fake.c")
+[ "$rc" = 1 ] && grep -q '^racecheck: 1 error' "$t/spreaderr.out" &&
+    ok "an error in the last share of the cases is found" || { bad "an error in a share: exit $rc"; cat "$t/spreaderr.out"; }
+rc=$(FAKE_SLEEP=0 run_sanitize onecase --cases 1 --tool memcheck --source "$t/test_fake.c")
+[ "$rc" = 0 ] && [ "$(grep -c '^A_one/beta#' "$t/onecase.fake/ran")" = 5 ] &&
+    ! grep -q 'cases' "$t/onecase/memcheck.log" && ok "--cases 1: the test runs whole" || bad "--cases 1: exit $rc"
+rc=$(run_sanitize badcases --cases 0 --source "$t/test_fake.c")
+[ "$rc" = 2 ] && grep -q -- '--cases needs a whole number' "$t/badcases.out" && ok "--cases 0 refused" ||
+    bad "--cases 0: exit $rc"
+rc=$(run_sanitize nosource --source "$t/none.c")
+[ "$rc" = 2 ] && grep -q -- '--source .* cannot be read' "$t/nosource.out" && ok "--source that is not there refused" ||
+    bad "--source missing: exit $rc"
 
 [ $fails = 0 ] && { echo "tools/sanitize: all checks pass"; exit 0; }
 echo "tools/sanitize: $fails check(s) failed"

@@ -223,19 +223,19 @@ static void correct_case(const shape01 *s, const part01 *part)
 
 ParameterizedTestParameters(A_vector_add, correct)
 {
-    return cr_make_param_array(shape01, kShapes, N_SHAPES);
+    return FL_PARAMS(shape01, kShapes, N_SHAPES);
 }
 ParameterizedTest(shape01 *s, A_vector_add, correct) { correct_case(s, &kPartA); }
 
 ParameterizedTestParameters(B_fused_elementwise, correct)
 {
-    return cr_make_param_array(shape01, kShapes, N_SHAPES);
+    return FL_PARAMS(shape01, kShapes, N_SHAPES);
 }
 ParameterizedTest(shape01 *s, B_fused_elementwise, correct) { correct_case(s, &kPartB); }
 
 ParameterizedTestParameters(baseline, correct)
 {
-    return cr_make_param_array(shape01, kShapes, N_SHAPES);
+    return FL_PARAMS(shape01, kShapes, N_SHAPES);
 }
 ParameterizedTest(shape01 *s, baseline, correct) { correct_case(s, &kBaseline); }
 

@@ -450,7 +450,7 @@ static int fits(int arrays, size_t rows, size_t cols, double *need_gib, double *
 
 ParameterizedTestParameters(A_rows, correct)
 {
-    return cr_make_param_array(shape02, kRowShapes, COUNT(kRowShapes));
+    return FL_PARAMS(shape02, kRowShapes, COUNT(kRowShapes));
 }
 ParameterizedTest(shape02 *s, A_rows, correct) { correct_case(s, &kFused); }
 
@@ -759,7 +759,7 @@ Test(A_rows, max_rows, .timeout = 180)
 
 ParameterizedTestParameters(B_stable, correct)
 {
-    return cr_make_param_array(shape02, kStableShapes, COUNT(kStableShapes));
+    return FL_PARAMS(shape02, kStableShapes, COUNT(kStableShapes));
 }
 ParameterizedTest(shape02 *s, B_stable, correct) { correct_case(s, &kFused); }
 
@@ -767,7 +767,7 @@ ParameterizedTest(shape02 *s, B_stable, correct) { correct_case(s, &kFused); }
 
 ParameterizedTestParameters(C_long_rows, correct)
 {
-    return cr_make_param_array(shape02, kLongShapes, COUNT(kLongShapes));
+    return FL_PARAMS(shape02, kLongShapes, COUNT(kLongShapes));
 }
 ParameterizedTest(shape02 *s, C_long_rows, correct) { correct_case(s, &kFused); }
 
@@ -884,7 +884,7 @@ Test(C_long_rows, max_cols, .timeout = 300)
 
 ParameterizedTestParameters(baseline, correct)
 {
-    return cr_make_param_array(shape02, kBaselineShapes, COUNT(kBaselineShapes));
+    return FL_PARAMS(shape02, kBaselineShapes, COUNT(kBaselineShapes));
 }
 ParameterizedTest(shape02 *s, baseline, correct) { correct_case(s, &kBaseline); }
 

@@ -608,19 +608,19 @@ static void correct_case(const shape03 *s, const part03 *part)
 
 ParameterizedTestParameters(A_forward, correct)
 {
-    return cr_make_param_array(shape03, kShapes, N_SHAPES);
+    return FL_PARAMS(shape03, kShapes, N_SHAPES);
 }
 ParameterizedTest(shape03 *s, A_forward, correct) { correct_case(s, &kPartA); }
 
 ParameterizedTestParameters(B_backward, correct)
 {
-    return cr_make_param_array(shape03, kShapes, N_SHAPES);
+    return FL_PARAMS(shape03, kShapes, N_SHAPES);
 }
 ParameterizedTest(shape03 *s, B_backward, correct) { correct_case(s, &kPartB); }
 
 ParameterizedTestParameters(B_backward, atomic)
 {
-    return cr_make_param_array(shape03, kShapes, N_SHAPES);
+    return FL_PARAMS(shape03, kShapes, N_SHAPES);
 }
 ParameterizedTest(shape03 *s, B_backward, atomic) { correct_case(s, &kPartBAtomic); }
 
@@ -1294,7 +1294,7 @@ Test(B_backward, huge, .timeout = 300)
  * between: dweight and dbias (and dx) must agree bit for bit. */
 ParameterizedTestParameters(B_backward, bitwise_reproducible)
 {
-    return cr_make_param_array(shape03, kShapes, N_SHAPES);
+    return FL_PARAMS(shape03, kShapes, N_SHAPES);
 }
 ParameterizedTest(shape03 *s, B_backward, bitwise_reproducible)
 {
@@ -1342,13 +1342,13 @@ ParameterizedTest(shape03 *s, B_backward, bitwise_reproducible)
 
 ParameterizedTestParameters(baseline, forward)
 {
-    return cr_make_param_array(shape03, kShapes, N_SHAPES);
+    return FL_PARAMS(shape03, kShapes, N_SHAPES);
 }
 ParameterizedTest(shape03 *s, baseline, forward) { correct_case(s, &kBaseFwd); }
 
 ParameterizedTestParameters(baseline, backward)
 {
-    return cr_make_param_array(shape03, kShapes, N_SHAPES);
+    return FL_PARAMS(shape03, kShapes, N_SHAPES);
 }
 ParameterizedTest(shape03 *s, baseline, backward) { correct_case(s, &kBaseBwd); }
 

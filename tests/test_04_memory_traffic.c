@@ -156,7 +156,7 @@ static count_case kCountCases[] = {
 
 ParameterizedTestParameters(A_count, model_is_exact)
 {
-    return cr_make_param_array(count_case, kCountCases,
+    return FL_PARAMS(count_case, kCountCases,
                                sizeof kCountCases / sizeof kCountCases[0]);
 }
 
@@ -332,7 +332,7 @@ ParameterizedTestParameters(A_count, model_at_drawn_sizes)
 {
     static int idx[N_DRAWN_LAUNCHERS];
     for (size_t i = 0; i < N_DRAWN_LAUNCHERS; ++i) idx[i] = (int)i;
-    return cr_make_param_array(int, idx, N_DRAWN_LAUNCHERS);
+    return FL_PARAMS(int, idx, N_DRAWN_LAUNCHERS);
 }
 
 typedef struct {
@@ -466,7 +466,7 @@ ParameterizedTestParameters(B_counters, model_matches_dram)
     size_t rows = L04_COUNTER_ROWS_MIN + 128 * draw_in(&g, 0, steps);
     for (size_t i = 0; i < sizeof kCounterCases / sizeof kCounterCases[0]; ++i)
         kCounterCases[i].rows = kCounterCases[i].cols == 1 ? rows * L04_COUNTER_COLS : rows;
-    return cr_make_param_array(counter_case, kCounterCases,
+    return FL_PARAMS(counter_case, kCounterCases,
                                sizeof kCounterCases / sizeof kCounterCases[0]);
 }
 
@@ -509,7 +509,7 @@ static shape04 kTransposeShapes[] = {
 
 ParameterizedTestParameters(C_transpose, correct)
 {
-    return cr_make_param_array(shape04, kTransposeShapes,
+    return FL_PARAMS(shape04, kTransposeShapes,
                                sizeof kTransposeShapes / sizeof kTransposeShapes[0]);
 }
 
@@ -628,7 +628,7 @@ ParameterizedTestParameters(C_transpose, drawn_shapes)
     s[5].rows = 64 * draw_in(&g, 2, 20) + (draw_in(&g, 0, 1) ? 1 : 63);
     s[5].cols = 32 * draw_in(&g, 2, 40) + 16;
     for (int k = 0; k < N_DRAWN_TRANSPOSES; ++k) s[k].kind = k;
-    return cr_make_param_array(drawn_shape04, kDrawnTransposes, N_DRAWN_TRANSPOSES);
+    return FL_PARAMS(drawn_shape04, kDrawnTransposes, N_DRAWN_TRANSPOSES);
 }
 
 ParameterizedTest(drawn_shape04 *s, C_transpose, drawn_shapes)
@@ -659,7 +659,7 @@ static misaligned04 kMisaligned[] = {
 
 ParameterizedTestParameters(C_transpose, misaligned)
 {
-    return cr_make_param_array(misaligned04, kMisaligned,
+    return FL_PARAMS(misaligned04, kMisaligned,
                                sizeof kMisaligned / sizeof kMisaligned[0]);
 }
 

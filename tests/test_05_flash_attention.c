@@ -506,7 +506,7 @@ static void fused_case(const shape05 *s, attn_dtype dtype, uint64_t seed, const 
 
 ParameterizedTestParameters(A_fused_f32, correct)
 {
-    return cr_make_param_array(shape05, kShapesF32, N_F32);
+    return FL_PARAMS(shape05, kShapesF32, N_F32);
 }
 ParameterizedTest(shape05 *s, A_fused_f32, correct)
 {
@@ -517,7 +517,7 @@ ParameterizedTest(shape05 *s, A_fused_f32, correct)
 
 ParameterizedTestParameters(B_fused_f16, correct)
 {
-    return cr_make_param_array(shape05, kShapesF16, N_F16);
+    return FL_PARAMS(shape05, kShapesF16, N_F16);
 }
 ParameterizedTest(shape05 *s, B_fused_f16, correct)
 {
@@ -542,13 +542,13 @@ static void tile_edges_case(attn_dtype dtype, int d)
 
 ParameterizedTestParameters(A_fused_f32, tile_edges)
 {
-    return cr_make_param_array(int, kHeadDims, 2);
+    return FL_PARAMS(int, kHeadDims, 2);
 }
 ParameterizedTest(int *d, A_fused_f32, tile_edges) { tile_edges_case(ATTN_F32, *d); }
 
 ParameterizedTestParameters(B_fused_f16, tile_edges)
 {
-    return cr_make_param_array(int, kHeadDims, 2);
+    return FL_PARAMS(int, kHeadDims, 2);
 }
 ParameterizedTest(int *d, B_fused_f16, tile_edges) { tile_edges_case(ATTN_F16, *d); }
 
@@ -1221,7 +1221,7 @@ static void baseline_f32_case(const shape05 *s)
 
 ParameterizedTestParameters(baseline, f32)
 {
-    return cr_make_param_array(shape05, kShapesF32, N_F32);
+    return FL_PARAMS(shape05, kShapesF32, N_F32);
 }
 ParameterizedTest(shape05 *s, baseline, f32) { baseline_f32_case(s); }
 
@@ -1239,7 +1239,7 @@ static void baseline_f16_case(const shape05 *s)
 
 ParameterizedTestParameters(baseline, f16)
 {
-    return cr_make_param_array(shape05, kShapesF16, N_F16);
+    return FL_PARAMS(shape05, kShapesF16, N_F16);
 }
 ParameterizedTest(shape05 *s, baseline, f16) { baseline_f16_case(s); }
 
