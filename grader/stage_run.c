@@ -906,11 +906,20 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
         argv[na++] = "--list-file";
         argv[na++] = list_file;
     }
-    /* the parameterized tests (declared in the course's test source) have
-     * their cases spread over several processes of each tool */
-    if (li->b.test_source) {
-        argv[na++] = "--source";
-        argv[na++] = li->b.test_source;
+    /* the parameterized tests (declared in the course's test source, which
+     * the step cannot see: a copy in its folder, read before any of the
+     * student's code runs) have their cases spread over several processes
+     * of each tool; without it each runs whole */
+    char *source = NULL;
+    size_t src_len = 0;
+    char *src = li->b.test_source ? read_file(li->b.test_source, 16u << 20, &src_len, NULL) : NULL;
+    if (src) {
+        source = path_join(outdir, "test-source.c");
+        if (write_file_atomic(source, src, src_len) == 0) {
+            argv[na++] = "--source";
+            argv[na++] = source;
+        }
+        free(src);
     }
     argv[na] = (char *)binary;
     char *seed_env = s->keys.seed ? xasprintf("FUSIONLAB_GRADE_SEED=%s", s->keys.seed) : NULL;
@@ -943,6 +952,7 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
     free(script);
     free(outdir);
     free(list_file);
+    free(source);
     sbuf_free(&files);
 }
 
