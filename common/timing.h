@@ -10,7 +10,11 @@
  *   event record -> run(ctx, stream) -> flush L2 again -> event record
  *   device sync; wall clock t1
  *
- * The hold keeps the host's launch latency out of the events; the second
+ * The hold keeps the host's launch latency out of the events (a variant
+ * whose run() takes the host longer than the hold to queue, as a Python
+ * framework's call can, gets a hold twice as long, up to 25 ms, and the
+ * sample is taken again: the GPU never waits for the host inside the timed
+ * region, and what the longer hold adds to the wall clock is taken off it); the second
  * flush makes the outputs the work left dirty in L2 reach memory inside the
  * timed region (its cost on a clean L2, measured with empty samples, is
  * subtracted). So a sample is the GPU time from the first of the work's
@@ -79,10 +83,11 @@ typedef struct {
     int check_runs;         /* runs checked */
     char check_msg[512];
     int launch_late;        /* timed samples in which the GPU had passed the
-                               start event before run() returned: the host
-                               queued for longer than the hold, and part of
-                               that wait may be in the time (C launchers:
-                               never; a Python framework's call: it can be) */
+                               start event before run() returned even with
+                               the longest hold: the host queued for longer
+                               than 25 ms, and part of that wait may be in
+                               the time (C launchers: never; a late sample
+                               under a shorter hold is taken again) */
 } fl_timing;
 
 EXTERN_C fl_timing_opts fl_timing_defaults(void);

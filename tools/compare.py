@@ -215,7 +215,7 @@ class Row:
     tflops: float | None = None
     max_err: float | None = None
     note: str = ""
-    launch_late: bool = False  # the host queued past the hold (see fl_timing)
+    launch_late: bool = False  # the host queued past the longest hold (see fl_timing)
 
 
 @dataclass
@@ -713,13 +713,13 @@ def time_case(env, case, timer):
                 row.note = (row.note + "; " if row.note else "") + (
                     "work outside the timed stream: charged the wall clock")
             if t.launch_late:
-                # the host queued longer than the protocol's hold: the time
-                # may include the GPU waiting for Python (not judged)
+                # the host queued longer than the protocol's longest hold:
+                # the time may include the GPU waiting for Python (not judged)
                 row.launch_late = True
                 row.note = (row.note + "; " if row.note else "") + (
                     f"launch-bound in {t.launch_late} of {t.samples} samples: the host took longer "
-                    "to queue the work than the GPU was held, so the time may include waiting "
-                    "for it")
+                    "to queue the work than the GPU was held (25 ms), so the time may include "
+                    "waiting for it")
         rows.append(row)
     return rows
 
