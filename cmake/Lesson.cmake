@@ -406,7 +406,8 @@ function(_lesson_manifest name num slug exercise tools cpu_suites has_solution)
       bench_student_target "bench_${num}_${slug}_student"
       bench_student_bin "$<TARGET_FILE:bench_${num}_${slug}_student>")
   if(has_solution)
-    list(APPEND facts bench_bin "$<TARGET_FILE:bench_${num}_${slug}>")
+    list(APPEND facts bench_bin "$<TARGET_FILE:bench_${num}_${slug}>"
+                      solution_lib "$<TARGET_FILE:lesson${num}_solution>")
   endif()
   if(FUSIONLAB_HAVE_CRITERION)
     list(APPEND facts test_target "test_${num}_${slug}"

@@ -16,8 +16,10 @@
  * host stub, `__device_stub__` + its name), the harness's those of
  * common/ and the test library (flushes, holds, checksums), and every other
  * kernel is the baseline's (its own and cuBLAS's). A claim above
- * AUDIT_SLACK x the measured speedup, or a passing speed check during
- * which no kernel of the student's ran, makes the lesson score 0.
+ * AUDIT_SLACK x the measured speedup x the worked solution's own factor
+ * on this GPU (its protocol speedup over its audited one, at least 1:
+ * audit_reference), or a passing speed check during which no kernel of the
+ * student's ran, makes the lesson score 0.
  */
 #define _XOPEN_SOURCE 700
 #include "stages.h"
@@ -112,6 +114,20 @@ typedef struct {
     char *wrong;   /* the audited run's own check found a wrong output */
 } audit_sum;
 
+static void audit_sum_free(audit_sum *a)
+{
+    free(a->clash);
+    free(a->wrong);
+    strlist_free(&a->seen);
+}
+
+static void sets_free(strset *mine, strset *harness, strset *base)
+{
+    strset_free(mine);
+    strset_free(harness);
+    strset_free(base);
+}
+
 /* Sum ncu's CSV (--page raw) by whose kernel each row is. */
 static void sum_csv(const char *csv, strset *mine, strset *harness, strset *base, audit_sum *a)
 {
@@ -177,9 +193,9 @@ static char *harness_filter(const strset *harness, strset *mine)
 }
 
 /* ncu over one speed test; *why when it could not measure. */
-static int audit_test(grader *g, submission *s, lesson_result *lr, const char *binary,
-                      const char *suite, const char *test, strset *mine, strset *harness,
-                      strset *base, audit_sum *a, char **why)
+static int audit_test(grader *g, step_kind kind, const char *seed, double *gpu_wait,
+                      const char *binary, const char *suite, const char *test, strset *mine,
+                      strset *harness, strset *base, audit_sum *a, char **why)
 {
     memset(a, 0, sizeof *a);
     *why = NULL;
@@ -190,7 +206,7 @@ static int audit_test(grader *g, submission *s, lesson_result *lr, const char *b
     }
     char *csv = path_join(scratch, "ncu.csv");
     char *filter = xasprintf("%s/%s", suite, test);
-    char *seed_env = xasprintf("FUSIONLAB_GRADE_SEED=%s", s->keys.seed ? s->keys.seed : "");
+    char *seed_env = xasprintf("FUSIONLAB_GRADE_SEED=%s", seed ? seed : "");
     const char *env[] = {"FUSIONLAB_TIMING_AUDIT=1", seed_env, NULL};
     /* ncu spends about 0.1 s on every kernel it profiles, and most kernels
      * of a speed check are the harness's (checksums, cache flushes, holds),
@@ -225,8 +241,8 @@ static int audit_test(grader *g, submission *s, lesson_result *lr, const char *b
     proc_opts o = {.timeout_s = g->suite_timeout, .head = 1 << 20, .tail = 1 << 20};
     proc_result r;
     /* it times kernels: nothing else on the GPU (gpulock.c) */
-    lr->gpu_wait_s += gpu_hold(g, GPU_ALONE);
-    run_step(g, STEP_TEST, NULL, scratch, argv, env, &o, &r);
+    *gpu_wait += gpu_hold(g, GPU_ALONE);
+    run_step(g, kind, NULL, scratch, argv, env, &o, &r);
     char *text = read_step_file(csv, 64u << 20, NULL, NULL);
     if (text) sum_csv(text, mine, harness, base, a);
     int again = skip && a->rows == 0 && !r.timed_out && !proc_interrupted();
@@ -237,7 +253,7 @@ static int audit_test(grader *g, submission *s, lesson_result *lr, const char *b
         free(text);
         proc_result_free(&r);
         unlink(csv);
-        run_step(g, STEP_TEST, NULL, scratch, argv, env, &o, &r);
+        run_step(g, kind, NULL, scratch, argv, env, &o, &r);
         text = read_step_file(csv, 64u << 20, NULL, NULL);
     }
     gpu_release(g);
@@ -277,6 +293,66 @@ static int audit_test(grader *g, submission *s, lesson_result *lr, const char *b
     return a->rows ? 0 : -1;
 }
 
+/* How far the worked solution's claim (its protocol speedup, the reference)
+ * stands above what the audit measured of it on this GPU, at least 1: the
+ * two time differently (Nsight Compute runs each kernel alone, the GPU idle
+ * between them and its clocks left alone), and on an H100 an honest claim
+ * stood up to 1.3 times above its audit. 1 when the reference has no audit. */
+static double honest_factor(const grader *g, const char *lesson, const char *suite,
+                            const char *test)
+{
+    for (int i = 0; i < g->reference.n; ++i) {
+        const speed_rec *r = &g->reference.v[i];
+        if (strcmp(r->lesson, lesson) != 0 || strcmp(r->suite, suite) != 0 ||
+            strcmp(r->test, test) != 0)
+            continue;
+        if (r->audit_speedup > 0 && r->speedup > r->audit_speedup)
+            return r->speedup / r->audit_speedup;
+        break;
+    }
+    return 1.0;
+}
+
+void audit_reference(grader *g, const lesson_info *li)
+{
+    if (!g->gpu || li->b.solution_lib == NULL || !is_file(li->b.solution_lib) ||
+        li->b.solution_test_bin == NULL || !is_file(li->b.solution_test_bin))
+        return;
+    strset mine = {0}, harness = {0}, base = {0};
+    char *lib = li->b.solution_lib;
+    kernels_of(g, &lib, 1, 0, &mine);
+    kernels_of(g, g->man.harness_libs.v, g->man.harness_libs.n, 0, &harness);
+    char *baseline = li->b.baseline_lib;
+    kernels_of(g, &baseline, 1, 0, &base);
+    for (int i = 0; i < g->reference.n && !proc_interrupted(); ++i) {
+        speed_rec *r = &g->reference.v[i];
+        if (strcmp(r->lesson, li->number) != 0 || r->speedup <= 0) continue;
+        fprintf(stderr, "== reference: lesson %s, worked solution, %s::%s under ncu\n",
+                li->number, r->suite, r->test);
+        audit_sum a;
+        char *err = NULL;
+        double wait = 0;
+        int rc = audit_test(g, STEP_TRUSTED, g->reference_keys.seed, &wait,
+                            li->b.solution_test_bin, r->suite, r->test, &mine, &harness, &base,
+                            &a, &err);
+        if (rc == 0 && a.wrong == NULL && a.clash == NULL && a.student_n > 0 &&
+            a.student_ns > 0 && a.baseline_ns > 0) {
+            r->audit_speedup = a.baseline_ns / a.student_ns;
+            strlist_addf(&g->reference_notes, "lesson %s %s::%s: the speed audit (Nsight "
+                         "Compute) measures the worked solution at %.2fx, its claim %.2fx",
+                         li->number, r->suite, r->test, r->audit_speedup, r->speedup);
+        } else {
+            strlist_addf(&g->reference_notes, "lesson %s %s::%s: the worked solution's speed "
+                         "audit measured nothing usable (%s): students' claims are held to "
+                         "the slack alone", li->number, r->suite, r->test,
+                         err ? err : a.wrong ? a.wrong : "no kernel of its own counted");
+        }
+        free(err);
+        audit_sum_free(&a);
+    }
+    sets_free(&mine, &harness, &base);
+}
+
 char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binary,
                   const strlist *suites, const suite_run *runs, const char *progress)
 {
@@ -306,17 +382,20 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
                     claim->test);
             audit_sum a;
             char *err = NULL;
-            if (audit_test(g, s, lr, binary, claim->suite, claim->test, &mine, &harness, &base,
-                           &a, &err) != 0 && a.wrong == NULL) {
+            if (audit_test(g, STEP_TEST, s->keys.seed, &lr->gpu_wait_s, binary, claim->suite,
+                           claim->test, &mine, &harness, &base, &a, &err) != 0 &&
+                a.wrong == NULL) {
                 strlist_addf(&lr->notes, "speed audit of %s::%s not run: %s", claim->suite,
                              claim->test, err);
                 free(err);
-                free(a.clash);
-                strlist_free(&a.seen);
+                audit_sum_free(&a);
                 continue;
             }
             free(err); /* (no profile, but the run's own check found a wrong output) */
             double measured = a.student_ns > 0 ? a.baseline_ns / a.student_ns : 0.0;
+            /* the worked solution's own claim over its audit on this GPU:
+             * an honest kernel's distance from Nsight Compute's figure */
+            double honest = honest_factor(g, li->number, claim->suite, claim->test);
             if (a.wrong)
                 sbuf_addf(&why, "%s::%s: run again under Nsight Compute, with inputs and checked "
                           "positions that no earlier run could predict, the speed check found a "
@@ -335,22 +414,22 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
                 for (size_t n = 0; n < mine.n && n < 6; ++n) sbuf_addf(&why, "%s ", mine.v[n]);
                 sbuf_add(&why, ")\n");
             }
-            else if (claim->speedup > AUDIT_SLACK * measured)
+            else if (claim->speedup > AUDIT_SLACK * honest * measured)
                 sbuf_addf(&why, "%s::%s: the test program claims %.2fx the baseline; the GPU "
                           "measured %.2fx (Nsight Compute: baseline kernels %.1f us, yours %.1f "
-                          "us, summed over the same runs)\n", claim->suite, claim->test,
-                          claim->speedup, measured, a.baseline_ns / 1e3, a.student_ns / 1e3);
+                          "us, summed over the same runs), and an honest claim stands at most "
+                          "%.2f x %.2f times above that here (the worked solution's claim over "
+                          "its own audit on this GPU, times the slack)\n", claim->suite,
+                          claim->test, claim->speedup, measured, a.baseline_ns / 1e3,
+                          a.student_ns / 1e3, honest, AUDIT_SLACK);
             else
                 strlist_addf(&lr->notes, "speed audit %s::%s: claimed %.2fx, the GPU measured "
-                             "%.2fx (Nsight Compute): consistent", claim->suite, claim->test,
-                             claim->speedup, measured);
-            free(a.clash);
-            free(a.wrong);
-            strlist_free(&a.seen);
+                             "%.2fx (Nsight Compute; the worked solution's claim stands %.2f "
+                             "times above its audit here): consistent", claim->suite, claim->test,
+                             claim->speedup, measured, honest);
+            audit_sum_free(&a);
         }
     }
-    strset_free(&mine);
-    strset_free(&harness);
-    strset_free(&base);
+    sets_free(&mine, &harness, &base);
     return why.len ? sbuf_take(&why) : (sbuf_free(&why), NULL);
 }

@@ -17,6 +17,8 @@ typedef struct {
     char *suite, *test, *label;
     double baseline_us, candidate_us, speedup, min_speedup, pct_of_ceiling, min_pct;
     int passed;
+    double audit_speedup; /* reference records: the worked solution's speedup as
+                             the speed audit measures it (Nsight Compute), or 0 */
 } speed_rec;
 
 typedef struct {
@@ -145,6 +147,9 @@ void keys_free(submission_keys *k);
 void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progress);
 /* Run a solution test's speed suites and keep their records (reference). */
 void run_reference(grader *g, const lesson_info *li, const rubric_lesson *rl);
+/* The worked solution's speed checks under the speed audit: each reference
+ * record's audit_speedup (audit.c). */
+void audit_reference(grader *g, const lesson_info *li);
 /* The reference of every lesson of the batch: measured (run_reference), or,
  * for a worker that shares its GPU (--gpu-lock), read from what the first
  * worker on it measured for this batch (gpu_lock/reference.json). */

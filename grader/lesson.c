@@ -340,6 +340,9 @@ void run_reference(grader *g, const lesson_info *li, const rubric_lesson *rl)
     }
     strlist_free(&suites);
     free(binary);
+    /* the same speed checks under the speed audit: how far an honest
+     * kernel's claim stands above what Nsight Compute measures on this GPU */
+    audit_reference(g, li);
 }
 
 /* ---- one reference per GPU, shared by the workers on it --------------------- */
@@ -395,6 +398,7 @@ static cJSON *reference_entry(const grader *g, const char *num, int note0)
         cJSON_AddNumberToObject(o, "pct_of_ceiling", r->pct_of_ceiling);
         cJSON_AddNumberToObject(o, "min_pct", r->min_pct);
         cJSON_AddBoolToObject(o, "passed", r->passed);
+        cJSON_AddNumberToObject(o, "audit_speedup", r->audit_speedup);
         cJSON_AddItemToArray(recs, o);
     }
     cJSON *notes = cJSON_AddArrayToObject(les, "notes");

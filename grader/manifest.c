@@ -49,6 +49,7 @@ static int load_build(const cJSON *entry, lesson_build *b, int has_test, int has
     b->test_rules = json_str(o, "test_rules");
     b->solution_test_bin = json_str(o, "solution_test_bin");
     b->test_source = json_str(o, "test_source");
+    b->solution_lib = json_str(o, "solution_lib");
     if (json_strlist(o, "student_objects", &b->student_objects) != 0) return -1;
     if (!b->student_lib || !b->student_rules || !b->baseline_lib || !b->scan_rules ||
         b->student_objects.n == 0)
@@ -63,6 +64,7 @@ static void free_build(lesson_build *b)
     free(b->student_lib); free(b->student_rules); free(b->baseline_lib); free(b->scan_rules);
     free(b->test_bin); free(b->test_rules); free(b->solution_test_bin);
     free(b->test_source);
+    free(b->solution_lib);
     strlist_free(&b->student_objects);
     memset(b, 0, sizeof *b);
 }

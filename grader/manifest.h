@@ -34,6 +34,7 @@ typedef struct {
     char *test_rules;        /* its Makefile rules folder (link.txt) */
     char *solution_test_bin; /* against the worked solution, or NULL */
     char *test_source;       /* the tests' C source (the course's), or NULL */
+    char *solution_lib;      /* the worked solution's kernels (a library), or NULL */
 } lesson_build;
 
 typedef struct {

@@ -191,6 +191,7 @@ int speed_rec_from_json(const cJSON *o, int need_label, speed_rec *r)
     NUM(min_speedup);
     NUM(pct_of_ceiling);
     NUM(min_pct);
+    NUM(audit_speedup);
 #undef NUM
     r->passed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "passed"));
     return 0;
