@@ -11,7 +11,7 @@
 
 fl_timing_opts fl_timing_defaults(void)
 {
-    fl_timing_opts o = {3, 30, 0, 0.0, 0};
+    fl_timing_opts o = {3, 30, 0, 0.0, 0, 0};
     return o;
 }
 
@@ -113,9 +113,9 @@ static void env_close(bench_env *e)
  * events, a launcher (a few kernels, or a cuBLAS call) and the trailing flush
  * takes tens of microseconds; what is not covered shows up as launch latency. */
 #define HOLD_US 300.0
-/* A variant whose run() takes the host longer than the hold to queue (a
- * Python framework's call) has its hold doubled, up to this, and the late
- * sample taken again: see time_all. */
+/* With adaptive_hold, a variant whose run() takes the host longer than the
+ * hold to queue (a Python framework's call) has its hold doubled, up to
+ * this, and the late sample taken again: see time_all. */
 #define HOLD_MAX_US 25000.0
 
 /* One sample. run may be NULL (an empty sample, to measure overhead).
@@ -187,10 +187,10 @@ static cudaError_t time_all(bench_env *e, const fl_variant *v, int nv,
     int ns = o->samples;
     for (int k = 0; k < nv; ++k) memset(&out[k], 0, sizeof out[k]);
 
-    /* Each variant's hold: HOLD_US, doubled while the host still queues
-     * past it (a late sample is taken again with the longer hold; one
-     * still late at HOLD_MAX_US counts in launch_late). C launchers queue
-     * in microseconds and keep HOLD_US. */
+    /* Each variant's hold: HOLD_US; with adaptive_hold, doubled while the
+     * host still queues past it (a late sample is taken again with the
+     * longer hold; one still late at HOLD_MAX_US counts in launch_late). */
+    double max_hold = o->adaptive_hold ? HOLD_MAX_US : HOLD_US;
     double *hold = malloc((size_t)nv * sizeof *hold);
     if (hold == NULL) return CUDA_REPORT(cudaErrorMemoryAllocation);
     for (int k = 0; k < nv; ++k) hold[k] = HOLD_US;
@@ -209,8 +209,8 @@ static cudaError_t time_all(bench_env *e, const fl_variant *v, int nv,
             int late = 0;
             TRY(sample(e, &v[k], hold[k], &a, &b, &late));
             check_run(o, &v[k], &out[k], w + 1);
-            if (late && hold[k] < HOLD_MAX_US)
-                hold[k] = 2 * hold[k] < HOLD_MAX_US ? 2 * hold[k] : HOLD_MAX_US;
+            if (late && hold[k] < max_hold)
+                hold[k] = 2 * hold[k] < max_hold ? 2 * hold[k] : max_hold;
         }
 
     /* Empty samples: the trailing flush alone (subtracted from the events)
@@ -229,8 +229,8 @@ static cudaError_t time_all(bench_env *e, const fl_variant *v, int nv,
                 late = 0;
                 TRY(sample(e, &v[k], hold[k], &raw, &wall[k * ns + i], &late));
                 check_run(o, &v[k], &out[k], o->warmup + i + 1);
-                if (!late || hold[k] >= HOLD_MAX_US) break;
-                hold[k] = 2 * hold[k] < HOLD_MAX_US ? 2 * hold[k] : HOLD_MAX_US;
+                if (!late || hold[k] >= max_hold) break;
+                hold[k] = 2 * hold[k] < max_hold ? 2 * hold[k] : max_hold;
             }
             out[k].launch_late += late;
             /* the work and its write-backs; never below a tenth of a microsecond
@@ -293,6 +293,7 @@ cudaError_t fl_time_variants(const fl_variant *v, int nv,
     if (audit && audit[0] && strcmp(audit, "0") != 0) {
         o.warmup = o.warmup > 1 ? 1 : o.warmup;
         o.samples = o.samples > 3 ? 3 : o.samples;
+        o.adaptive_hold = 0; /* under the profiler every sample is late */
     }
     if (nv <= 0 || o.samples <= 0 || o.warmup < 0) {
         fprintf(stderr, "fl_time_variants: need nv > 0 and samples > 0\n");

@@ -10,11 +10,13 @@
  *   event record -> run(ctx, stream) -> flush L2 again -> event record
  *   device sync; wall clock t1
  *
- * The hold keeps the host's launch latency out of the events (a variant
- * whose run() takes the host longer than the hold to queue, as a Python
+ * The hold keeps the host's launch latency out of the events (with
+ * `adaptive_hold`, for timing trusted framework calls only: a variant whose
+ * run() takes the host longer than the hold to queue, as a Python
  * framework's call can, gets a hold twice as long, up to 25 ms, and the
- * sample is taken again: the GPU never waits for the host inside the timed
- * region, and what the longer hold adds to the wall clock is taken off it); the second
+ * sample is taken again, what the longer hold adds to the wall clock taken
+ * off it; never for code under test, whose host work during a longer hold,
+ * copies on another stream included, would go unseen); the second
  * flush makes the outputs the work left dirty in L2 reach memory inside the
  * timed region (its cost on a clean L2, measured with empty samples, is
  * subtracted). So a sample is the GPU time from the first of the work's
@@ -61,6 +63,11 @@ typedef struct {
     double ceiling_gbs;  /* > 0: also report % of this bandwidth */
     int check_each;      /* 1: run each variant's check after every warm-up and
                             timed run (untimed), not only after the loop */
+    int adaptive_hold;   /* 1: a late sample is taken again with the variant's
+                            hold doubled, up to 25 ms (./lab compare's PyTorch
+                            and Triton calls); 0 (the tests, the benches, the
+                            grader): the hold stays 300 us, late samples are
+                            counted in launch_late */
 } fl_timing_opts;
 
 typedef struct {
@@ -83,11 +90,11 @@ typedef struct {
     int check_runs;         /* runs checked */
     char check_msg[512];
     int launch_late;        /* timed samples in which the GPU had passed the
-                               start event before run() returned even with
-                               the longest hold: the host queued for longer
-                               than 25 ms, and part of that wait may be in
-                               the time (C launchers: never; a late sample
-                               under a shorter hold is taken again) */
+                               start event before run() returned (with
+                               adaptive_hold: even at the longest hold, 25 ms):
+                               the host queued for longer than the hold, and
+                               part of that wait may be in the time (C
+                               launchers: never) */
 } fl_timing;
 
 EXTERN_C fl_timing_opts fl_timing_defaults(void);

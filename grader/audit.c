@@ -31,6 +31,9 @@
 #include <unistd.h>
 
 #define AUDIT_SLACK 1.3 /* kernel times against the protocol's: noise and flushes */
+/* The most the worked solution's own factor may widen it: one odd reference
+ * audit must not open the door to every claim of a batch. */
+#define HONEST_MAX 1.5
 
 /* The kernels an object or library defines: T symbols K for which nvcc's
  * stub _Z<n>__device_stub__<K without its leading _> exists. */
@@ -109,6 +112,7 @@ static void csv_fields(const char *line, strlist *out)
 typedef struct {
     double student_ns, baseline_ns;
     int student_n, baseline_n, rows;
+    int clean_exit; /* the profiled program exited 0, in time */
     char *clash;   /* a student kernel named like a baseline one */
     strlist seen;  /* the first kernels' names, for a message */
     char *wrong;   /* the audited run's own check found a wrong output */
@@ -278,6 +282,8 @@ static int audit_test(grader *g, step_kind kind, const char *seed, double *gpu_w
         size_t len = end ? (size_t)(end - start) : strlen(start);
         a->wrong = xstrndup(start, len > 400 ? 400 : len);
     }
+    a->clean_exit = r.started && r.exit_code == 0 && r.term_signal == 0 && !r.timed_out &&
+                    !r.interrupted;
     if (a->rows == 0) {
         char *t = trim_middle(r.output, 300, 300);
         *why = !r.started ? xstrdup("ncu (Nsight Compute) is not installed")
@@ -297,7 +303,8 @@ static int audit_test(grader *g, step_kind kind, const char *seed, double *gpu_w
  * stands above what the audit measured of it on this GPU, at least 1: the
  * two time differently (Nsight Compute runs each kernel alone, the GPU idle
  * between them and its clocks left alone), and on an H100 an honest claim
- * stood up to 1.3 times above its audit. 1 when the reference has no audit. */
+ * stood up to 1.3 times above its audit. 1 when the reference has no audit;
+ * at most HONEST_MAX. */
 static double honest_factor(const grader *g, const char *lesson, const char *suite,
                             const char *test)
 {
@@ -306,8 +313,10 @@ static double honest_factor(const grader *g, const char *lesson, const char *sui
         if (strcmp(r->lesson, lesson) != 0 || strcmp(r->suite, suite) != 0 ||
             strcmp(r->test, test) != 0)
             continue;
-        if (r->audit_speedup > 0 && r->speedup > r->audit_speedup)
-            return r->speedup / r->audit_speedup;
+        if (r->audit_speedup > 0 && r->speedup > r->audit_speedup) {
+            double f = r->speedup / r->audit_speedup;
+            return f < HONEST_MAX ? f : HONEST_MAX;
+        }
         break;
     }
     return 1.0;
@@ -327,17 +336,33 @@ void audit_reference(grader *g, const lesson_info *li)
     for (int i = 0; i < g->reference.n && !proc_interrupted(); ++i) {
         speed_rec *r = &g->reference.v[i];
         if (strcmp(r->lesson, li->number) != 0 || r->speedup <= 0) continue;
-        fprintf(stderr, "== reference: lesson %s, worked solution, %s::%s under ncu\n",
-                li->number, r->suite, r->test);
-        audit_sum a;
-        char *err = NULL;
-        double wait = 0;
-        int rc = audit_test(g, STEP_TRUSTED, g->reference_keys.seed, &wait,
-                            li->b.solution_test_bin, r->suite, r->test, &mine, &harness, &base,
-                            &a, &err);
-        if (rc == 0 && a.wrong == NULL && a.clash == NULL && a.student_n > 0 &&
-            a.student_ns > 0 && a.baseline_ns > 0) {
-            r->audit_speedup = a.baseline_ns / a.student_ns;
+        /* twice, the higher speedup kept (the smaller factor): one run
+         * the profiler slowed is not the measure */
+        double best = 0;
+        char *fault = NULL;
+        for (int run = 0; run < 2 && !proc_interrupted(); ++run) {
+            fprintf(stderr, "== reference: lesson %s, worked solution, %s::%s under ncu (%d of "
+                    "2)\n", li->number, r->suite, r->test, run + 1);
+            audit_sum a;
+            char *err = NULL;
+            double wait = 0;
+            int rc = audit_test(g, STEP_TRUSTED, g->reference_keys.seed, &wait,
+                                li->b.solution_test_bin, r->suite, r->test, &mine, &harness,
+                                &base, &a, &err);
+            if (rc == 0 && a.clean_exit && a.wrong == NULL && a.clash == NULL &&
+                a.student_n > 0 && a.student_ns > 0 && a.baseline_ns > 0) {
+                double m = a.baseline_ns / a.student_ns;
+                if (m > best) best = m;
+            } else if (fault == NULL) {
+                fault = xstrdup(err ? err : a.wrong ? a.wrong : !a.clean_exit
+                                ? "the profiled run did not end cleanly"
+                                : "no kernel of its own counted");
+            }
+            free(err);
+            audit_sum_free(&a);
+        }
+        if (best > 0 && fault == NULL) {
+            r->audit_speedup = best;
             strlist_addf(&g->reference_notes, "lesson %s %s::%s: the speed audit (Nsight "
                          "Compute) measures the worked solution at %.2fx, its claim %.2fx",
                          li->number, r->suite, r->test, r->audit_speedup, r->speedup);
@@ -345,10 +370,9 @@ void audit_reference(grader *g, const lesson_info *li)
             strlist_addf(&g->reference_notes, "lesson %s %s::%s: the worked solution's speed "
                          "audit measured nothing usable (%s): students' claims are held to "
                          "the slack alone", li->number, r->suite, r->test,
-                         err ? err : a.wrong ? a.wrong : "no kernel of its own counted");
+                         fault ? fault : "interrupted");
         }
-        free(err);
-        audit_sum_free(&a);
+        free(fault);
     }
     sets_free(&mine, &harness, &base);
 }

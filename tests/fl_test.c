@@ -58,9 +58,12 @@ int fl_test_sanitizing(void)
     return sanitize != NULL && sanitize[0] != '\0' && !(sanitize[0] == '0' && sanitize[1] == '\0');
 }
 
-/* FUSIONLAB_CASES="K/N" -> 1 and K, N (0 <= K < N <= 1024); else 0. */
+/* FUSIONLAB_CASES="K/N" -> 1 and K, N (0 <= K < N <= 1024); else 0. Only
+ * under the sanitizer stage: elsewhere (the grader's runs, ./lab check) a
+ * value left in the environment must not drop a case. */
 static int case_share(size_t *k, size_t *n)
 {
+    if (!fl_test_sanitizing()) return 0;
     const char *v = getenv("FUSIONLAB_CASES");
     if (v == NULL || *v == '\0') return 0;
     char *end = NULL;

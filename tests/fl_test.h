@@ -49,7 +49,8 @@ const char *fl_test_error_hint(cudaError_t e);
  * All `n` of them; or, when the environment variable FUSIONLAB_CASES is
  * "K/N" (tools/sanitize spreads a parameterized test's cases over N
  * processes), the cases whose index i has i % N == K. The N shares are
- * disjoint and together hold every case. A malformed value is ignored:
+ * disjoint and together hold every case. A malformed value is ignored,
+ * and so is any value outside the sanitizer stage (FUSIONLAB_SANITIZE):
  * every case runs. */
 struct criterion_test_params fl_test_params(void *cases, size_t size, size_t n);
 #define FL_PARAMS(Type, Array, Len) fl_test_params((Array), sizeof(Type), (Len))

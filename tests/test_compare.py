@@ -495,7 +495,7 @@ class Abi(unittest.TestCase):
         load_or_skip(self, lib_path)
         saved = compare.ABI["fl_timing_opts"]
 
-        class Shorter(ctypes.Structure):  # check_each left out, as if timing.h had grown it
+        class Shorter(ctypes.Structure):  # the last member left out, as if timing.h had grown it
             _fields_ = compare.FlTimingOpts._fields_[:-1]
 
         class Swapped(ctypes.Structure):  # two members in the wrong order
@@ -505,7 +505,9 @@ class Abi(unittest.TestCase):
         class Unknown(ctypes.Structure):  # a member timing.h does not have
             _fields_ = compare.FlTimingOpts._fields_ + [("repeat", ctypes.c_int)]
         try:
-            for struct, want in ((Shorter, "sizeof(fl_timing_opts) is"),
+            last = compare.FlTimingOpts._fields_[-1][0]
+            for struct, want in ((Shorter, f"fl_timing_opts.{last}: in C (compare_abi.c), not "
+                                           "declared here"),
                                  (Swapped, "fl_timing_opts.samples is at offset 4 in C, 0 here"),
                                  (Unknown, "fl_timing_opts.repeat: declared here, unknown")):
                 compare.ABI["fl_timing_opts"] = (struct, saved[1])

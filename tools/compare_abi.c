@@ -59,7 +59,7 @@ static const member_offset kMembers[] = {
     MEMBER(fl_variant, check),
     MEMBER(fl_timing_opts, warmup),     MEMBER(fl_timing_opts, samples),
     MEMBER(fl_timing_opts, flush_bytes), MEMBER(fl_timing_opts, ceiling_gbs),
-    MEMBER(fl_timing_opts, check_each),
+    MEMBER(fl_timing_opts, check_each), MEMBER(fl_timing_opts, adaptive_hold),
     MEMBER(fl_stats, median),           MEMBER(fl_stats, mean),
     MEMBER(fl_stats, min),              MEMBER(fl_stats, max),
     MEMBER(fl_stats, p10),              MEMBER(fl_stats, p90),
@@ -80,6 +80,16 @@ size_t fl_timing_offsetof(const char *type, const char *member)
         if (strcmp(kMembers[i].type, type) == 0 && strcmp(kMembers[i].member, member) == 0)
             return kMembers[i].offset;
     return (size_t)-1;
+}
+
+/* The name of the i-th member this file knows of `type` (0-based), or NULL
+ * past the last: compare.py checks that it declares every one (a member it
+ * left out can hide in a structure's padding, where no size tells). */
+const char *fl_timing_member(const char *type, int i)
+{
+    for (size_t k = 0; k < sizeof kMembers / sizeof kMembers[0]; ++k)
+        if (strcmp(kMembers[k].type, type) == 0 && i-- == 0) return kMembers[k].member;
+    return NULL;
 }
 
 /* ============================================================================
