@@ -907,10 +907,11 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
         argv[na++] = "--list-file";
         argv[na++] = list_file;
     }
-    /* the parameterized tests (declared in the course's test source, which
-     * the step cannot see: a copy in its folder, read before any of the
-     * student's code runs) have their cases spread over several processes
-     * of each tool; without it each runs whole */
+    /* the parameterized tests (declared with FL_PARAM_TEST in the course's
+     * test source, which the step cannot see: a copy in its folder, read
+     * before any of the student's code runs) run their cases in one process
+     * of each tool, and again one process per case when that run is not
+     * clean and whole; without it every case is a process of its own */
     char *source = NULL;
     size_t src_len = 0;
     char *src = li->b.test_source ? read_file(li->b.test_source, 16u << 20, &src_len, NULL) : NULL;

@@ -5,8 +5,6 @@
 #include "data.h"
 #include "evidence.h"
 
-#include <criterion/alloc.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,49 +56,75 @@ int fl_test_sanitizing(void)
     return sanitize != NULL && sanitize[0] != '\0' && !(sanitize[0] == '0' && sanitize[1] == '\0');
 }
 
-/* FUSIONLAB_CASES="K/N" -> 1 and K, N (0 <= K < N <= 1024); else 0. Only
- * under the sanitizer stage: elsewhere (the grader's runs, ./lab check) a
- * value left in the environment must not drop a case. */
-static int case_share(size_t *k, size_t *n)
+/* FUSIONLAB_CASES=together, under the sanitizer stage only: elsewhere (the
+ * grader's runs, ./lab check) a value left in the environment must not
+ * change how a case runs. */
+static int cases_together(void)
 {
     if (!fl_test_sanitizing()) return 0;
     const char *v = getenv("FUSIONLAB_CASES");
-    if (v == NULL || *v == '\0') return 0;
-    char *end = NULL;
-    errno = 0;
-    unsigned long a = strtoul(v, &end, 10);
-    if (errno || end == v || *end != '/' || v[0] < '0' || v[0] > '9') return 0;
-    const char *w = end + 1;
-    unsigned long b = strtoul(w, &end, 10);
-    if (errno || end == w || *end != '\0' || w[0] < '0' || w[0] > '9') return 0;
-    if (b == 0 || b > 1024 || a >= b) return 0;
-    *k = a;
-    *n = b;
+    return v != NULL && strcmp(v, "together") == 0;
+}
+
+struct criterion_test_params fl_test_params(void *cases, size_t size, size_t n, int together)
+{
+    /* together: one process, whose body runs every case (FL_PARAM_TEST) */
+    if (together && n > 1 && cases_together()) n = 1;
+    return (struct criterion_test_params){.size = size, .params = cases, .length = n};
+}
+
+/* FL_PARAM_TEST's cases in one process: which test, how many cases, the
+ * next one, how many ran and skipped. One test per process (Criterion's). */
+jmp_buf fl_cases_jmp;
+static struct {
+    const char *test;
+    size_t n, next, ran, skipped;
+    int active; /* inside a case of the loop */
+} g_cases;
+
+int fl_cases_begin(const char *test, size_t n)
+{
+    if (!cases_together()) return 0;
+    g_cases.test = test;
+    g_cases.n = n;
+    g_cases.next = g_cases.ran = g_cases.skipped = 0;
+    g_cases.active = 0;
     return 1;
 }
 
-static void free_case_share(struct criterion_test_params *p) { cr_free(p->params); }
-
-struct criterion_test_params fl_test_params(void *cases, size_t size, size_t n)
+size_t fl_cases_next(void)
 {
-    struct criterion_test_params all = {.size = size, .params = cases, .length = n};
-    size_t k, shares;
-    if (!case_share(&k, &shares) || shares == 1) return all;
-    size_t m = k < n ? (n - k + shares - 1) / shares : 0;
-    if (m == 0) return (struct criterion_test_params){.size = size, .params = cases, .length = 0};
-    /* the worker processes read the cases from Criterion's shared arena */
-    char *mine = cr_malloc(m * size);
-    if (mine == NULL) return all; /* every case, in every share: more work, nothing missed */
-    size_t j = 0;
-    for (size_t i = k; i < n; i += shares) memcpy(mine + j++ * size, (char *)cases + i * size, size);
-    return (struct criterion_test_params){
-        .size = size, .params = mine, .length = m, .cleanup = free_case_share};
+    g_cases.active = g_cases.next < g_cases.n;
+    return g_cases.active ? g_cases.next++ : (size_t)-1;
+}
+
+void fl_cases_ran(void)
+{
+    g_cases.ran++;
+    g_cases.active = 0;
+}
+
+int fl_cases_skip(void)
+{
+    if (!g_cases.active) return 0;
+    g_cases.skipped++;
+    g_cases.active = 0;
+    return 1;
+}
+
+void fl_cases_end(void)
+{
+    fprintf(stderr, "fusion-lab: %s: %zu cases in one process (%zu ran, %zu skipped)\n",
+            g_cases.test, g_cases.n, g_cases.ran, g_cases.skipped);
+    fflush(stderr);
+    if (g_cases.ran == 0)
+        cr_skip_test("every case skipped under the sanitizer stage (%zu of them)", g_cases.n);
 }
 
 void fl_test_skip_if_too_large(size_t bytes)
 {
     if (fl_test_sanitizing() && bytes > FL_SANITIZE_MAX_BYTES)
-        cr_skip_test("too large for the sanitizer stage: %zu MiB (the stage runs cases of up "
+        FL_SKIP_CASE("too large for the sanitizer stage: %zu MiB (the stage runs cases of up "
                      "to %zu MiB per buffer)", (bytes + ((size_t)1 << 20) - 1) >> 20,
                      FL_SANITIZE_MAX_BYTES >> 20);
 }

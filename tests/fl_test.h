@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <criterion/parameterized.h>
+#include <setjmp.h>
 
 #include "check.h"
 #include "compare.h"
@@ -44,16 +45,76 @@ int fl_test_gpu_count(void);
 int fl_test_sanitizing(void);
 const char *fl_test_error_hint(cudaError_t e);
 
-/* The cases of a parameterized test, for its ParameterizedTestParameters:
- *     return FL_PARAMS(shape01, kShapes, N_SHAPES);
- * All `n` of them; or, when the environment variable FUSIONLAB_CASES is
- * "K/N" (tools/sanitize spreads a parameterized test's cases over N
- * processes), the cases whose index i has i % N == K. The N shares are
- * disjoint and together hold every case. A malformed value is ignored,
- * and so is any value outside the sanitizer stage (FUSIONLAB_SANITIZE):
- * every case runs. */
-struct criterion_test_params fl_test_params(void *cases, size_t size, size_t n);
-#define FL_PARAMS(Type, Array, Len) fl_test_params((Array), sizeof(Type), (Len))
+/* The cases of a parameterized test, for its ParameterizedTestParameters,
+ * every one a test process of its own (Criterion's way):
+ *     return FL_PARAMS(counter_case, kCases, N_CASES);
+ * The course's tests use FL_PARAM_TEST instead wherever the cases can run
+ * one after another in one process (below); FL_PARAMS is left for those
+ * that cannot (what profiles or times: never under the sanitizer). */
+struct criterion_test_params fl_test_params(void *cases, size_t size, size_t n, int together);
+#define FL_PARAMS(Type, Array, Len) fl_test_params((Array), sizeof(Type), (Len), 0)
+
+/* A parameterized test: Criterion's ParameterizedTestParameters, whose
+ * cases are the Len elements of Array, and its ParameterizedTest, whose
+ * body follows, with `Type *var` the case:
+ *
+ *     FL_PARAM_TEST(A_vector_add, correct, shape01, s, kShapes, N_SHAPES)
+ *     {
+ *         correct_case(s, &kPartA);
+ *     }
+ *
+ * Each case is a test process of its own, as Criterion runs them, except
+ * under the sanitizer stage when tools/sanitize asks for the cases together
+ * (FUSIONLAB_SANITIZE, and FUSIONLAB_CASES=together): then Criterion starts
+ * one process and the body runs every case in it, one after another. Under
+ * compute-sanitizer each process that starts CUDA costs about a second of
+ * CPU time; a test of 20 cases so costs one start instead of 20. A case
+ * that skips (FL_SKIP_CASE, fl_test_skip_if_too_large) goes on to the next;
+ * after the last the process prints
+ *     fusion-lab: SUITE/TEST: N cases in one process (R ran, S skipped)
+ * and skips the test when none ran. tools/sanitize takes that run's verdict
+ * only when the line is there, no case failed and the tool found nothing;
+ * otherwise it runs the test again, one process per case, and that run
+ * counts. Array (and Len) are evaluated in the runner and again in the
+ * test's process: an array filled at run time is filled by a function
+ * that the expression calls, from the seed, the same both times. */
+#define FL_PARAM_TEST(Suite, Name, Type, var, Array, Len)                           \
+    static void fl_case_##Suite##_##Name(Type *var);                              \
+    ParameterizedTestParameters(Suite, Name)                                      \
+    {                                                                             \
+        return fl_test_params((Array), sizeof(Type), (Len), 1);                  \
+    }                                                                             \
+    ParameterizedTest(Type *var, Suite, Name)                                     \
+    {                                                                             \
+        if (!fl_cases_begin(#Suite "/" #Name, (size_t)(Len))) {                   \
+            fl_case_##Suite##_##Name(var);                                        \
+            return;                                                               \
+        }                                                                         \
+        Type *fl_all_ = (Array);                                                  \
+        for (size_t fl_i_; (fl_i_ = fl_cases_next()) != (size_t)-1;)              \
+            if (setjmp(fl_cases_jmp) == 0) {                                      \
+                fl_case_##Suite##_##Name(&fl_all_[fl_i_]);                        \
+                fl_cases_ran();                                                   \
+            }                                                                     \
+        fl_cases_end();                                                           \
+    }                                                                             \
+    static void fl_case_##Suite##_##Name(Type *var)
+
+/* Skip the case: cr_skip_test, or, with the cases of an FL_PARAM_TEST
+ * together in one process, go on to the next case. */
+#define FL_SKIP_CASE(...)                                                     \
+    do {                                                                      \
+        if (fl_cases_skip()) longjmp(fl_cases_jmp, 1);                        \
+        cr_skip_test(__VA_ARGS__);                                            \
+    } while (0)
+
+/* FL_PARAM_TEST's machinery (tests/fl_test.c). */
+extern jmp_buf fl_cases_jmp;
+int fl_cases_begin(const char *test, size_t n);
+size_t fl_cases_next(void);
+void fl_cases_ran(void);
+int fl_cases_skip(void);
+void fl_cases_end(void);
 
 /* cudaMalloc that asserts, with the size in the message. Every allocation
  * is followed by FL_GUARD_BYTES of a known pattern: fl_test_no_overrun()

@@ -52,16 +52,23 @@ sleep "${FAKE_SLEEP:-0}"
 rm -f "$FAKE_DIR/running.$$"
 s=${filter%/*} n=${filter#*/}
 if [ "$filter" = A_one/beta ]; then
-    # a parameterized test of 5 cases: FUSIONLAB_CASES=K/N runs its share
+    # a parameterized test of 5 cases (FL_PARAM_TEST): one process per case,
+    # or all of them in one with FUSIONLAB_CASES=together
+    if [ "${FUSIONLAB_CASES:-}" = together ]; then
+        echo "$filter#together" >>"$FAKE_DIR/ran"
+        echo "[RUN ] A_one::beta"
+        if [ -n "${FAKE_TOGETHER_FAIL:-}" ]; then
+            echo "[FAIL] A_one::beta: case 3: wrong"
+            echo "[====] Synthesis: Tested: 1 | Passing: 0 | Failing: 1 | Crashing: 0"
+            exit 1
+        fi
+        [ -n "${FAKE_NO_MARK:-}" ] || echo "fusion-lab: A_one/beta: 5 cases in one process (5 ran, 0 skipped)"
+        echo "[PASS] A_one::beta: (0.00s)"
+        echo "[====] Synthesis: Tested: 1 | Passing: 1 | Failing: 0 | Crashing: 0"
+        exit 0
+    fi
     i=0
-    while [ $i -lt 5 ]; do
-        case ${FUSIONLAB_CASES:-} in
-            */*) [ $((i % ${FUSIONLAB_CASES#*/})) -eq "${FUSIONLAB_CASES%/*}" ] &&
-                     echo "$filter#$i" >>"$FAKE_DIR/ran" ;;
-            *) echo "$filter#$i" >>"$FAKE_DIR/ran" ;;
-        esac
-        i=$((i + 1))
-    done
+    while [ $i -lt 5 ]; do echo "$filter#$i" >>"$FAKE_DIR/ran"; i=$((i + 1)); done
 else
     echo "$filter${FUSIONLAB_CASES:+ with FUSIONLAB_CASES=$FUSIONLAB_CASES}" >>"$FAKE_DIR/ran"
 fi
@@ -86,7 +93,7 @@ for a in "$@"; do [ "${prev:-}" = --filter ] && filter=$a; prev=$a; done
 echo "========= COMPUTE-SANITIZER"
 "$@"
 if [ "$tool" = "${FAKE_TOOL:-}" ] && [ "$filter" = "${FAKE_BAD:-}" ] &&
-    [ "${FUSIONLAB_CASES:-}" = "${FAKE_BAD_SHARE:-${FUSIONLAB_CASES:-}}" ]; then
+    [ "${FUSIONLAB_CASES:-one}" = "${FAKE_BAD_MODE:-${FUSIONLAB_CASES:-one}}" ]; then
     echo "========= Invalid __global__ write of size 4 bytes"
     echo "=========     at bad_kernel(float *)+0x70 in /src/student.cu:42"
     echo "=========     by thread (3,0,0) in block (4,0,0)"
@@ -192,40 +199,53 @@ rc=$(run_sanitize nosuite --suites "A_one C_none")
 [ "$rc" = 2 ] && grep -q 'has no suite C_none' "$t/nosuite.out" && ok "--suites with an unknown suite refused" ||
     { bad "--suites C_none: exit $rc"; cat "$t/nosuite.out"; }
 
-# 8. --source: the parameterized test it declares (A_one/beta, 5 cases) is
-#    spread over --cases processes whose shares hold every case once; the
-#    other tests run whole, without FUSIONLAB_CASES (even when the caller's
-#    environment has one); a test the source declares that the listing lacks
-#    does not run; an error in one share is found
+# 8. --source: the test it declares with FL_PARAM_TEST (A_one/beta, 5 cases)
+#    runs its cases in one process (FUSIONLAB_CASES=together); the other tests
+#    run as before, without FUSIONLAB_CASES (even when the caller's environment
+#    has one); a test the source declares that the listing lacks does not
+#    run. A together run that is not clean and whole (a case failed, the
+#    tool found errors, the test program did not say every case ran) is run
+#    again one process per case, and only that run counts.
 cat >"$t/test_fake.c" <<'EOF'
-ParameterizedTestParameters(A_one, beta)
+FL_PARAM_TEST(A_one, beta, int, c, kCases, 5)
 {
-    return FL_PARAMS(int, kCases, 5);
+    check(*c);
 }
-ParameterizedTestParameters( Z_none,
-                             zeta )
+FL_PARAM_TEST( Z_none,
+               zeta, int, c, kCases, 5)
 EOF
-rc=$(FAKE_SLEEP=0 FUSIONLAB_CASES=0/9 run_sanitize spread --jobs 2 --cases 3 --tool memcheck --source "$t/test_fake.c")
-got=$(sort "$t/spread.fake/ran" | tr '\n' ' ')
-want="A_one/alpha A_one/beta#0 A_one/beta#1 A_one/beta#2 A_one/beta#3 A_one/beta#4 A_one/gamma B_two/delta B_two/eps "
-[ "$rc" = 0 ] && [ "$got" = "$want" ] &&
-    ok "--source, --cases 3: every case of the parameterized test once, the others whole" ||
-    { bad "--source, --cases 3 (exit $rc): ran '$got', want '$want'"; cat "$t/spread.out"; }
-order=$(sed -n 's/^==== sanitize: memcheck, \(.*\) (limit.*/\1/p' "$t/spread/memcheck.log" | tr '\n' '|')
-[ "$order" = "A_one/alpha|A_one/beta, cases 0/3|A_one/beta, cases 1/3|A_one/beta, cases 2/3|A_one/gamma|B_two/delta|B_two/eps|" ] &&
-    ok "memcheck.log: three shares, in the listing's order" || bad "memcheck.log with shares: '$order'"
-grep -q 'A_one/beta (cases 1/3)' "$t/spread/times.txt" && [ "$(wc -l <"$t/spread/times.txt")" = 7 ] &&
-    ok "times.txt: one line per process" || { bad "times.txt"; cat "$t/spread/times.txt"; }
-rc=$(FAKE_SLEEP=0 FAKE_TOOL=racecheck FAKE_BAD=A_one/beta FAKE_BAD_SHARE=2/3 run_sanitize spreaderr --jobs 3 \
-    --cases 3 --tool racecheck --source "$t/test_fake.c")
-[ "$rc" = 1 ] && grep -q '^racecheck: 1 error' "$t/spreaderr.out" &&
-    ok "an error in the last share of the cases is found" || { bad "an error in a share: exit $rc"; cat "$t/spreaderr.out"; }
-rc=$(FAKE_SLEEP=0 run_sanitize onecase --cases 1 --tool memcheck --source "$t/test_fake.c")
-[ "$rc" = 0 ] && [ "$(grep -c '^A_one/beta#' "$t/onecase.fake/ran")" = 5 ] &&
-    ! grep -q 'cases' "$t/onecase/memcheck.log" && ok "--cases 1: the test runs whole" || bad "--cases 1: exit $rc"
-rc=$(run_sanitize badcases --cases 0 --source "$t/test_fake.c")
-[ "$rc" = 2 ] && grep -q -- '--cases needs a whole number' "$t/badcases.out" && ok "--cases 0 refused" ||
-    bad "--cases 0: exit $rc"
+ran() { sort "$t/$1.fake/ran" | tr '\n' ' '; }
+rc=$(FAKE_SLEEP=0 FUSIONLAB_CASES=0/9 run_sanitize together --jobs 2 --tool memcheck --source "$t/test_fake.c")
+want="A_one/alpha A_one/beta#together A_one/gamma B_two/delta B_two/eps "
+[ "$rc" = 0 ] && [ "$(ran together)" = "$want" ] &&
+    ok "--source: the FL_PARAM_TEST's cases in one process, the other tests as before" ||
+    { bad "--source (exit $rc): ran '$(ran together)', want '$want'"; cat "$t/together.out"; }
+order=$(sed -n 's/^==== sanitize: memcheck, \(.*\) (limit.*/\1/p' "$t/together/memcheck.log" | tr '\n' '|')
+[ "$order" = "A_one/alpha|A_one/beta, every case in one process|A_one/gamma|B_two/delta|B_two/eps|" ] &&
+    ok "memcheck.log: in the listing's order, the together run named" || bad "memcheck.log with --source: '$order'"
+grep -q ' memcheck A_one/beta (cases together)$' "$t/together/times.txt" && [ "$(wc -l <"$t/together/times.txt")" = 5 ] &&
+    ok "times.txt: one line per test" || { bad "times.txt"; cat "$t/together/times.txt"; }
+want_again="A_one/alpha A_one/beta#0 A_one/beta#1 A_one/beta#2 A_one/beta#3 A_one/beta#4 A_one/beta#together A_one/gamma B_two/delta B_two/eps "
+again_ok() { # NAME RC: the test ran again one process per case, and that run counted
+    [ "$2" = 0 ] && [ "$(ran "$1")" = "$want_again" ] && [ -r "$t/$1/racecheck.d/2.together.log" ] &&
+        grep -q '^==== sanitize: racecheck, A_one/beta, one process per case' "$t/$1/racecheck.log" &&
+        grep -q ' racecheck A_one/beta (cases together, then one by one)$' "$t/$1/times.txt"
+}
+rc=$(FAKE_SLEEP=0 FAKE_TOGETHER_FAIL=1 run_sanitize again_fail --jobs 2 --tool racecheck --source "$t/test_fake.c")
+again_ok again_fail "$rc" && ok "a case failed with the cases together: run again one process per case, which counts" ||
+    { bad "a case failed together: exit $rc, ran '$(ran again_fail)'"; cat "$t/again_fail.out"; }
+rc=$(FAKE_SLEEP=0 FAKE_NO_MARK=1 run_sanitize again_nomark --jobs 2 --tool racecheck --source "$t/test_fake.c")
+again_ok again_nomark "$rc" && ok "no word that every case ran: run again one process per case" ||
+    { bad "no word that every case ran: exit $rc, ran '$(ran again_nomark)'"; cat "$t/again_nomark.out"; }
+rc=$(FAKE_SLEEP=0 FAKE_TOOL=racecheck FAKE_BAD=A_one/beta FAKE_BAD_MODE=together run_sanitize errtogether \
+    --jobs 2 --tool racecheck --source "$t/test_fake.c")
+again_ok errtogether "$rc" && grep -q 'in one process: the tool reported errors' "$t/errtogether/racecheck.log" &&
+    ok "an error only with the cases together: run again one process per case, which decides (clean)" ||
+    { bad "an error only together: exit $rc"; cat "$t/errtogether.out"; }
+rc=$(FAKE_SLEEP=0 FAKE_TOOL=racecheck FAKE_BAD=A_one/beta run_sanitize errboth --jobs 2 --tool racecheck \
+    --source "$t/test_fake.c")
+[ "$rc" = 1 ] && grep -q '^racecheck: 1 error' "$t/errboth.out" &&
+    ok "an error in both runs of the test is found" || { bad "an error in both runs: exit $rc"; cat "$t/errboth.out"; }
 rc=$(run_sanitize nosource --source "$t/none.c")
 [ "$rc" = 2 ] && grep -q -- '--source .* cannot be read' "$t/nosource.out" && ok "--source that is not there refused" ||
     bad "--source missing: exit $rc"

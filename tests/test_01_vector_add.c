@@ -221,23 +221,11 @@ static void correct_case(const shape01 *s, const part01 *part)
     problem_free(&p);
 }
 
-ParameterizedTestParameters(A_vector_add, correct)
-{
-    return FL_PARAMS(shape01, kShapes, N_SHAPES);
-}
-ParameterizedTest(shape01 *s, A_vector_add, correct) { correct_case(s, &kPartA); }
+FL_PARAM_TEST(A_vector_add, correct, shape01, s, kShapes, N_SHAPES) { correct_case(s, &kPartA); }
 
-ParameterizedTestParameters(B_fused_elementwise, correct)
-{
-    return FL_PARAMS(shape01, kShapes, N_SHAPES);
-}
-ParameterizedTest(shape01 *s, B_fused_elementwise, correct) { correct_case(s, &kPartB); }
+FL_PARAM_TEST(B_fused_elementwise, correct, shape01, s, kShapes, N_SHAPES) { correct_case(s, &kPartB); }
 
-ParameterizedTestParameters(baseline, correct)
-{
-    return FL_PARAMS(shape01, kShapes, N_SHAPES);
-}
-ParameterizedTest(shape01 *s, baseline, correct) { correct_case(s, &kBaseline); }
+FL_PARAM_TEST(baseline, correct, shape01, s, kShapes, N_SHAPES) { correct_case(s, &kBaseline); }
 
 /* ---- n = 0, and every pointer alignment ------------------------------------- */
 

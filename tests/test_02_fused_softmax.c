@@ -448,11 +448,7 @@ static int fits(int arrays, size_t rows, size_t cols, double *need_gib, double *
 
 /* ---- Part A ---------------------------------------------------------------- */
 
-ParameterizedTestParameters(A_rows, correct)
-{
-    return FL_PARAMS(shape02, kRowShapes, COUNT(kRowShapes));
-}
-ParameterizedTest(shape02 *s, A_rows, correct) { correct_case(s, &kFused); }
+FL_PARAM_TEST(A_rows, correct, shape02, s, kRowShapes, COUNT(kRowShapes)) { correct_case(s, &kFused); }
 
 /* The same input twice must give the same bits: a softmax has no reason to
  * vary, so a difference means a race (a missing __syncthreads between writing
@@ -757,19 +753,11 @@ Test(A_rows, max_rows, .timeout = 180)
 
 /* ---- Part B ---------------------------------------------------------------- */
 
-ParameterizedTestParameters(B_stable, correct)
-{
-    return FL_PARAMS(shape02, kStableShapes, COUNT(kStableShapes));
-}
-ParameterizedTest(shape02 *s, B_stable, correct) { correct_case(s, &kFused); }
+FL_PARAM_TEST(B_stable, correct, shape02, s, kStableShapes, COUNT(kStableShapes)) { correct_case(s, &kFused); }
 
 /* ---- Part C ---------------------------------------------------------------- */
 
-ParameterizedTestParameters(C_long_rows, correct)
-{
-    return FL_PARAMS(shape02, kLongShapes, COUNT(kLongShapes));
-}
-ParameterizedTest(shape02 *s, C_long_rows, correct) { correct_case(s, &kFused); }
+FL_PARAM_TEST(C_long_rows, correct, shape02, s, kLongShapes, COUNT(kLongShapes)) { correct_case(s, &kFused); }
 
 /* SOFTMAX_MAX_COLS columns. A CPU reference of 2^30-element rows would
  * take seconds a row, so x repeats one period of MAXC_PERIOD values drawn
@@ -882,11 +870,7 @@ Test(C_long_rows, max_cols, .timeout = 300)
 
 /* ---- the baseline ---------------------------------------------------------- */
 
-ParameterizedTestParameters(baseline, correct)
-{
-    return FL_PARAMS(shape02, kBaselineShapes, COUNT(kBaselineShapes));
-}
-ParameterizedTest(shape02 *s, baseline, correct) { correct_case(s, &kBaseline); }
+FL_PARAM_TEST(baseline, correct, shape02, s, kBaselineShapes, COUNT(kBaselineShapes)) { correct_case(s, &kBaseline); }
 
 /* ---- speed ----------------------------------------------------------------- */
 

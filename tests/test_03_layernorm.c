@@ -606,23 +606,11 @@ static void correct_case(const shape03 *s, const part03 *part)
     run_case(&c, part);
 }
 
-ParameterizedTestParameters(A_forward, correct)
-{
-    return FL_PARAMS(shape03, kShapes, N_SHAPES);
-}
-ParameterizedTest(shape03 *s, A_forward, correct) { correct_case(s, &kPartA); }
+FL_PARAM_TEST(A_forward, correct, shape03, s, kShapes, N_SHAPES) { correct_case(s, &kPartA); }
 
-ParameterizedTestParameters(B_backward, correct)
-{
-    return FL_PARAMS(shape03, kShapes, N_SHAPES);
-}
-ParameterizedTest(shape03 *s, B_backward, correct) { correct_case(s, &kPartB); }
+FL_PARAM_TEST(B_backward, correct, shape03, s, kShapes, N_SHAPES) { correct_case(s, &kPartB); }
 
-ParameterizedTestParameters(B_backward, atomic)
-{
-    return FL_PARAMS(shape03, kShapes, N_SHAPES);
-}
-ParameterizedTest(shape03 *s, B_backward, atomic) { correct_case(s, &kPartBAtomic); }
+FL_PARAM_TEST(B_backward, atomic, shape03, s, kShapes, N_SHAPES) { correct_case(s, &kPartBAtomic); }
 
 /* ---- eps: an argument, not a constant ------------------------------------------- */
 
@@ -1292,11 +1280,7 @@ Test(B_backward, huge, .timeout = 300)
 
 /* The deterministic backward twice on the same input, outputs poisoned in
  * between: dweight and dbias (and dx) must agree bit for bit. */
-ParameterizedTestParameters(B_backward, bitwise_reproducible)
-{
-    return FL_PARAMS(shape03, kShapes, N_SHAPES);
-}
-ParameterizedTest(shape03 *s, B_backward, bitwise_reproducible)
+FL_PARAM_TEST(B_backward, bitwise_reproducible, shape03, s, kShapes, N_SHAPES)
 {
     fl_test_skip_if_too_large(s->rows * s->cols * sizeof(float)); /* x, before CUDA starts */
     FL_REQUIRE_GPU();
@@ -1340,17 +1324,9 @@ ParameterizedTest(shape03 *s, B_backward, bitwise_reproducible)
     problem_free(&p);
 }
 
-ParameterizedTestParameters(baseline, forward)
-{
-    return FL_PARAMS(shape03, kShapes, N_SHAPES);
-}
-ParameterizedTest(shape03 *s, baseline, forward) { correct_case(s, &kBaseFwd); }
+FL_PARAM_TEST(baseline, forward, shape03, s, kShapes, N_SHAPES) { correct_case(s, &kBaseFwd); }
 
-ParameterizedTestParameters(baseline, backward)
-{
-    return FL_PARAMS(shape03, kShapes, N_SHAPES);
-}
-ParameterizedTest(shape03 *s, baseline, backward) { correct_case(s, &kBaseBwd); }
+FL_PARAM_TEST(baseline, backward, shape03, s, kShapes, N_SHAPES) { correct_case(s, &kBaseBwd); }
 
 /* ---- speed ---------------------------------------------------------------------- */
 

@@ -154,12 +154,6 @@ static count_case kCountCases[] = {
     {7, 12288, 768}, {8, 4096, 4096}, {8, 8192, 512},
 };
 
-ParameterizedTestParameters(A_count, model_is_exact)
-{
-    return FL_PARAMS(count_case, kCountCases,
-                               sizeof kCountCases / sizeof kCountCases[0]);
-}
-
 static const char *direction(double got, double want)
 {
     return got < want ? "too few" : "too many";
@@ -170,7 +164,8 @@ static const char *kTooManyReads =
     "counted once per element?";
 static const char *kTooManyWrites = "more than the kernels write: count each output once";
 
-ParameterizedTest(count_case *c, A_count, model_is_exact)
+FL_PARAM_TEST(A_count, model_is_exact, count_case, c, kCountCases,
+              sizeof kCountCases / sizeof kCountCases[0])
 {
     const model_case *m = &kModels[c->model];
     double want_r, want_w;
@@ -328,11 +323,12 @@ static void draw_shape(fl_rng *g, const drawn_launcher *d, int i, size_t *rows, 
     }
 }
 
-ParameterizedTestParameters(A_count, model_at_drawn_sizes)
+/* The cases of model_at_drawn_sizes: each launcher's index. */
+static int *drawn_launcher_indices(void)
 {
     static int idx[N_DRAWN_LAUNCHERS];
     for (size_t i = 0; i < N_DRAWN_LAUNCHERS; ++i) idx[i] = (int)i;
-    return FL_PARAMS(int, idx, N_DRAWN_LAUNCHERS);
+    return idx;
 }
 
 typedef struct {
@@ -397,7 +393,8 @@ static int by_elements(const void *a, const void *b)
     return (nx > ny) - (nx < ny);
 }
 
-ParameterizedTest(int *launcher, A_count, model_at_drawn_sizes)
+FL_PARAM_TEST(A_count, model_at_drawn_sizes, int, launcher, drawn_launcher_indices(),
+              N_DRAWN_LAUNCHERS)
 {
     const drawn_launcher *d = &kDrawnLaunchers[*launcher];
     fl_rng g = fl_rng_make(fl_seed(0x04A0 + (uint64_t)*launcher));
@@ -507,12 +504,6 @@ static shape04 kTransposeShapes[] = {
     {1, 1}, {1, 1000}, {1000, 1}, {33, 65}, {1823, 781}, {4096, 4096},
 };
 
-ParameterizedTestParameters(C_transpose, correct)
-{
-    return FL_PARAMS(shape04, kTransposeShapes,
-                               sizeof kTransposeShapes / sizeof kTransposeShapes[0]);
-}
-
 typedef struct {
     size_t rows, cols;
     float *in, *out;          /* device, `in_off` and `out_off` floats into their allocations */
@@ -581,7 +572,8 @@ static void transpose_case(transpose_problem *p, const char *label)
     cr_assert(r.n_bad == 0, "%s: %s", label, r.message);
 }
 
-ParameterizedTest(shape04 *s, C_transpose, correct)
+FL_PARAM_TEST(C_transpose, correct, shape04, s, kTransposeShapes,
+              sizeof kTransposeShapes / sizeof kTransposeShapes[0])
 {
     FL_REQUIRE_GPU();
     transpose_problem p;
@@ -616,7 +608,9 @@ static size_t side_off_tiles(fl_rng *g, size_t lo, size_t hi)
     return v % 16 ? v : v + draw_in(g, 1, 15);
 }
 
-ParameterizedTestParameters(C_transpose, drawn_shapes)
+/* The shapes of drawn_shapes, drawn from the run's seed (the same in the
+ * runner and in the test's process). */
+static drawn_shape04 *drawn_transposes(void)
 {
     fl_rng g = fl_rng_make(fl_seed(0x0410));
     drawn_shape04 *s = kDrawnTransposes;
@@ -628,10 +622,10 @@ ParameterizedTestParameters(C_transpose, drawn_shapes)
     s[5].rows = 64 * draw_in(&g, 2, 20) + (draw_in(&g, 0, 1) ? 1 : 63);
     s[5].cols = 32 * draw_in(&g, 2, 40) + 16;
     for (int k = 0; k < N_DRAWN_TRANSPOSES; ++k) s[k].kind = k;
-    return FL_PARAMS(drawn_shape04, kDrawnTransposes, N_DRAWN_TRANSPOSES);
+    return kDrawnTransposes;
 }
 
-ParameterizedTest(drawn_shape04 *s, C_transpose, drawn_shapes)
+FL_PARAM_TEST(C_transpose, drawn_shapes, drawn_shape04, s, drawn_transposes(), N_DRAWN_TRANSPOSES)
 {
     FL_REQUIRE_GPU();
     transpose_problem p;
@@ -657,13 +651,8 @@ static misaligned04 kMisaligned[] = {
     {1000, 1024, 1, 0}, {1024, 1000, 0, 2}, {259, 96, 3, 1},
 };
 
-ParameterizedTestParameters(C_transpose, misaligned)
-{
-    return FL_PARAMS(misaligned04, kMisaligned,
-                               sizeof kMisaligned / sizeof kMisaligned[0]);
-}
-
-ParameterizedTest(misaligned04 *s, C_transpose, misaligned)
+FL_PARAM_TEST(C_transpose, misaligned, misaligned04, s, kMisaligned,
+              sizeof kMisaligned / sizeof kMisaligned[0])
 {
     FL_REQUIRE_GPU();
     transpose_problem p;

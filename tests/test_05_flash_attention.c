@@ -140,7 +140,7 @@ static const char *who_of(attn_dtype t)
 static void skip_if_sanitizing(const shape05 *s)
 {
     if (fl_test_sanitizing() && s->seq > SANITIZE_MAX_SEQ)
-        cr_skip_test("seq %d is too long for the sanitizer stage (it runs seq <= %d)", s->seq,
+        FL_SKIP_CASE("seq %d is too long for the sanitizer stage (it runs seq <= %d)", s->seq,
                      SANITIZE_MAX_SEQ);
 }
 
@@ -504,22 +504,14 @@ static void fused_case(const shape05 *s, attn_dtype dtype, uint64_t seed, const 
 
 /* ---- A_fused_f32 and B_fused_f16: shapes --------------------------------------- */
 
-ParameterizedTestParameters(A_fused_f32, correct)
-{
-    return FL_PARAMS(shape05, kShapesF32, N_F32);
-}
-ParameterizedTest(shape05 *s, A_fused_f32, correct)
+FL_PARAM_TEST(A_fused_f32, correct, shape05, s, kShapesF32, N_F32)
 {
     skip_if_sanitizing(s); /* before CUDA starts: a skipped case costs no context */
     FL_REQUIRE_GPU();
     fused_case(s, ATTN_F32, 0xA500 + (uint64_t)s->seq * 4 + s->head_dim + s->causal, NULL);
 }
 
-ParameterizedTestParameters(B_fused_f16, correct)
-{
-    return FL_PARAMS(shape05, kShapesF16, N_F16);
-}
-ParameterizedTest(shape05 *s, B_fused_f16, correct)
+FL_PARAM_TEST(B_fused_f16, correct, shape05, s, kShapesF16, N_F16)
 {
     skip_if_sanitizing(s); /* before CUDA starts: a skipped case costs no context */
     FL_REQUIRE_GPU();
@@ -530,7 +522,7 @@ ParameterizedTest(shape05 *s, B_fused_f16, correct)
 static void tile_edges_case(attn_dtype dtype, int d)
 {
     if (fl_test_sanitizing())
-        cr_skip_test("the sanitizer stage runs the short shapes of `correct` (the same code "
+        FL_SKIP_CASE("the sanitizer stage runs the short shapes of `correct` (the same code "
                      "paths: a partial tile, two tiles)");
     FL_REQUIRE_GPU();
     for (size_t i = 0; i < N_EDGE_SEQS; ++i)
@@ -540,17 +532,9 @@ static void tile_edges_case(attn_dtype dtype, int d)
         }
 }
 
-ParameterizedTestParameters(A_fused_f32, tile_edges)
-{
-    return FL_PARAMS(int, kHeadDims, 2);
-}
-ParameterizedTest(int *d, A_fused_f32, tile_edges) { tile_edges_case(ATTN_F32, *d); }
+FL_PARAM_TEST(A_fused_f32, tile_edges, int, d, kHeadDims, 2) { tile_edges_case(ATTN_F32, *d); }
 
-ParameterizedTestParameters(B_fused_f16, tile_edges)
-{
-    return FL_PARAMS(int, kHeadDims, 2);
-}
-ParameterizedTest(int *d, B_fused_f16, tile_edges) { tile_edges_case(ATTN_F16, *d); }
+FL_PARAM_TEST(B_fused_f16, tile_edges, int, d, kHeadDims, 2) { tile_edges_case(ATTN_F16, *d); }
 
 /* The scale argument at values other than 1/sqrt(head_dim). */
 static void scale_case(attn_dtype dtype)
@@ -1219,11 +1203,7 @@ static void baseline_f32_case(const shape05 *s)
     problem_free(&p);
 }
 
-ParameterizedTestParameters(baseline, f32)
-{
-    return FL_PARAMS(shape05, kShapesF32, N_F32);
-}
-ParameterizedTest(shape05 *s, baseline, f32) { baseline_f32_case(s); }
+FL_PARAM_TEST(baseline, f32, shape05, s, kShapesF32, N_F32) { baseline_f32_case(s); }
 
 static void baseline_f16_case(const shape05 *s)
 {
@@ -1237,11 +1217,7 @@ static void baseline_f16_case(const shape05 *s)
     problem_free(&p);
 }
 
-ParameterizedTestParameters(baseline, f16)
-{
-    return FL_PARAMS(shape05, kShapesF16, N_F16);
-}
-ParameterizedTest(shape05 *s, baseline, f16) { baseline_f16_case(s); }
+FL_PARAM_TEST(baseline, f16, shape05, s, kShapesF16, N_F16) { baseline_f16_case(s); }
 
 /* The S/P size and its overflow; too big for the GPU: a clean refusal, and
  * the GPU still works afterwards. (The size checks need no GPU, but a lesson
