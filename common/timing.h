@@ -99,6 +99,13 @@ typedef struct {
 
 EXTERN_C fl_timing_opts fl_timing_defaults(void);
 
+/* 1 under the grader's speed audit (FUSIONLAB_TIMING_AUDIT set, not "0"):
+ * the speed checks then run under Nsight Compute, which times every kernel
+ * itself and slows each by its own overhead, so the protocol takes 1
+ * warm-up and 3 samples and the tests judge the outputs only, not the
+ * times (tests/fl_test.c). */
+EXTERN_C int fl_timing_audit(void);
+
 /* Time nv variants with the protocol above; out[i] describes v[i]. */
 EXTERN_C cudaError_t fl_time_variants(const fl_variant *v, int nv,
                                       const fl_timing_opts *opts,

@@ -113,6 +113,7 @@ typedef struct {
     double student_ns, baseline_ns;
     int student_n, baseline_n, rows;
     int clean_exit; /* the profiled program exited 0, in time */
+    char *exit_note; /* when not: how it ended, and its output's last lines */
     char *clash;   /* a student kernel named like a baseline one */
     strlist seen;  /* the first kernels' names, for a message */
     char *wrong;   /* the audited run's own check found a wrong output */
@@ -122,6 +123,7 @@ static void audit_sum_free(audit_sum *a)
 {
     free(a->clash);
     free(a->wrong);
+    free(a->exit_note);
     strlist_free(&a->seen);
 }
 
@@ -284,6 +286,15 @@ static int audit_test(grader *g, step_kind kind, const char *seed, double *gpu_w
     }
     a->clean_exit = r.started && r.exit_code == 0 && r.term_signal == 0 && !r.timed_out &&
                     !r.interrupted;
+    if (!a->clean_exit) {
+        char *t = trim_middle(r.output, 0, 400);
+        a->exit_note = r.timed_out ? xasprintf("stopped at its %.0f s limit: %s", o.timeout_s, t)
+                       : r.term_signal ? xasprintf("killed by signal %d: %s", r.term_signal, t)
+                                       : xasprintf("exit %d: %s", r.exit_code, t);
+        for (char *c = a->exit_note; *c; ++c)
+            if (*c == '\n' || *c == '\r') *c = ' '; /* one line in the notes */
+        free(t);
+    }
     if (a->rows == 0) {
         char *t = trim_middle(r.output, 300, 300);
         *why = !r.started ? xstrdup("ncu (Nsight Compute) is not installed")
@@ -354,9 +365,11 @@ void audit_reference(grader *g, const lesson_info *li)
                 double m = a.baseline_ns / a.student_ns;
                 if (m > best) best = m;
             } else if (fault == NULL) {
-                fault = xstrdup(err ? err : a.wrong ? a.wrong : !a.clean_exit
-                                ? "the profiled run did not end cleanly"
-                                : "no kernel of its own counted");
+                fault = err ? xstrdup(err)
+                        : a.wrong ? xstrdup(a.wrong)
+                        : !a.clean_exit ? xasprintf("the profiled run did not end cleanly, %s",
+                                                    a.exit_note ? a.exit_note : "")
+                                        : xstrdup("no kernel of its own counted");
             }
             free(err);
             audit_sum_free(&a);
