@@ -371,6 +371,11 @@ static void grader_free(grader *g)
         free(g->reference.v[i].label);
     }
     free(g->reference.v);
+    for (int i = 0; i < g->n_once; ++i) {
+        free(g->once[i].suite);
+        strlist_free(&g->once[i].ran);
+    }
+    free(g->once);
 }
 
 /* --sandbox-probe (the grader's own tests): a script run as a test step. */

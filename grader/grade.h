@@ -33,6 +33,16 @@ typedef struct {
     char *salt;          /* FUSIONLAB_EVIDENCE_SALT of its runs (hex) */
 } submission_keys;
 
+/* One suite's cases that ran in the worked solution's trusted run on this
+ * GPU, kept with the reference for every submission's verify stage (the
+ * rubric's "verify_once": suites whose tests compare no output array, so
+ * that all the verify stage can learn from a trusted run is this count). */
+typedef struct {
+    char lesson[3];
+    char *suite;
+    strlist ran; /* one test name per case that ran */
+} trusted_count;
+
 /* The batch. */
 typedef struct {
     char *course;        /* the pristine course tree */
@@ -66,6 +76,8 @@ typedef struct {
     speed_log reference; /* the worked solutions' speed, this GPU, this run */
     submission_keys reference_keys; /* the seed of the reference run */
     strlist reference_notes;
+    trusted_count *once; /* the "verify_once" suites' trusted runs, this GPU */
+    int n_once;
     int shard_i, shard_n; /* --shard I/N (shard_n 0: the whole batch) */
     char *gpu_lock;      /* --gpu-lock DIR: workers share this GPU (gpulock.c),
                             or NULL: the worker has it to itself */

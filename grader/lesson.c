@@ -343,6 +343,8 @@ void run_reference(grader *g, const lesson_info *li, const rubric_lesson *rl)
     /* the same speed checks under the speed audit: how far an honest
      * kernel's claim stands above what Nsight Compute measures on this GPU */
     audit_reference(g, li);
+    /* the suites the verify stage can only count: once, here */
+    reference_verify_once(g, li, rl);
 }
 
 /* ---- one reference per GPU, shared by the workers on it --------------------- */
@@ -375,6 +377,25 @@ static int reference_take(grader *g, const char *num, const cJSON *les)
     cJSON_ArrayForEach(o, notes)
         if (cJSON_IsString(o)) strlist_addf(&g->reference_notes, "%s (measured once on this "
                                             "GPU for all its workers)", o->valuestring);
+    /* the "verify_once" suites' counts (a malformed one is left out: each
+     * submission's verify stage then runs that suite itself) */
+    const cJSON *once = cJSON_GetObjectItemCaseSensitive(les, "verify_once");
+    cJSON_ArrayForEach(o, once) {
+        const cJSON *suite = cJSON_GetObjectItemCaseSensitive(o, "suite");
+        const cJSON *ran = cJSON_GetObjectItemCaseSensitive(o, "ran");
+        if (!cJSON_IsString(suite) || !cJSON_IsArray(ran) || trusted_once(g, num, suite->valuestring))
+            continue;
+        int ok = 1;
+        const cJSON *t;
+        cJSON_ArrayForEach(t, ran) ok &= cJSON_IsString(t);
+        if (!ok) continue;
+        g->once = xrealloc(g->once, (size_t)(g->n_once + 1) * sizeof *g->once);
+        trusted_count *c = &g->once[g->n_once++];
+        memset(c, 0, sizeof *c);
+        snprintf(c->lesson, sizeof c->lesson, "%s", num);
+        c->suite = xstrdup(suite->valuestring);
+        cJSON_ArrayForEach(t, ran) strlist_add(&c->ran, t->valuestring);
+    }
     return 0;
 }
 
@@ -404,6 +425,16 @@ static cJSON *reference_entry(const grader *g, const char *num, int note0)
     cJSON *notes = cJSON_AddArrayToObject(les, "notes");
     for (int i = note0; i < g->reference_notes.n; ++i)
         cJSON_AddItemToArray(notes, cJSON_CreateString(g->reference_notes.v[i]));
+    cJSON *once = cJSON_AddArrayToObject(les, "verify_once");
+    for (int i = 0; i < g->n_once; ++i) {
+        if (strcmp(g->once[i].lesson, num) != 0) continue;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "suite", g->once[i].suite);
+        cJSON *ran = cJSON_AddArrayToObject(o, "ran");
+        for (int j = 0; j < g->once[i].ran.n; ++j)
+            cJSON_AddItemToArray(ran, cJSON_CreateString(g->once[i].ran.v[j]));
+        cJSON_AddItemToArray(once, o);
+    }
     return les;
 }
 

@@ -198,6 +198,30 @@ int rubric_load(const char *path, rubric *r, char **err)
                 l->alone[l->n_alone++] = xstrdup(v);
             }
             if (rc != 0) break;
+            const cJSON *once = cJSON_GetObjectItemCaseSensitive(ls, "verify_once");
+            if (once && !cJSON_IsArray(once)) {
+                *err = xasprintf("%s: lesson %s: \"verify_once\" must be a list of suite names",
+                                 path, l->number);
+                rc = -1;
+                break;
+            }
+            l->verify_once = xcalloc((size_t)cJSON_GetArraySize(once) + 1, sizeof *l->verify_once);
+            cJSON_ArrayForEach(a, once)
+            {
+                const char *v = cJSON_IsString(a) ? a->valuestring : "";
+                int ok = v[0] != '\0';
+                for (const char *p = v; *p && ok; ++p)
+                    ok = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+                         (*p >= '0' && *p <= '9') || *p == '_';
+                if (!ok) {
+                    *err = xasprintf("%s: lesson %s: \"verify_once\" entry \"%s\" is not a suite "
+                                     "name (letters, digits and _)", path, l->number, v);
+                    rc = -1;
+                    break;
+                }
+                l->verify_once[l->n_verify_once++] = xstrdup(v);
+            }
+            if (rc != 0) break;
             l->checks = xcalloc((size_t)cJSON_GetArraySize(checks), sizeof *l->checks);
             const cJSON *c;
             cJSON_ArrayForEach(c, checks)
@@ -257,9 +281,18 @@ void rubric_free(rubric *r)
         free(l->checks);
         for (int j = 0; j < l->n_alone; ++j) free(l->alone[j]);
         free(l->alone);
+        for (int j = 0; j < l->n_verify_once; ++j) free(l->verify_once[j]);
+        free(l->verify_once);
         free(l->number);
         free(l->title);
     }
     free(r->lessons);
     memset(r, 0, sizeof *r);
+}
+
+int rubric_verify_once(const rubric_lesson *l, const char *suite)
+{
+    for (int i = 0; l && i < l->n_verify_once; ++i)
+        if (strcmp(l->verify_once[i], suite) == 0) return 1;
+    return 0;
 }

@@ -41,10 +41,17 @@ typedef struct {
                           when workers share one (it times, profiles or reads
                           the GPU's free memory); speed suites always do */
     int n_alone;
+    char **verify_once; /* suites whose tests compare no output array: the
+                           verify stage counts their cases from one trusted
+                           run per GPU (the reference), not one per
+                           submission */
+    int n_verify_once;
 } rubric_lesson;
 
 /* 1 when suite (and test, or NULL: the whole suite) needs the GPU alone. */
 int rubric_alone(const rubric_lesson *l, const char *suite, const char *test);
+/* 1 when the lesson lists `suite` under "verify_once". */
+int rubric_verify_once(const rubric_lesson *l, const char *suite);
 
 typedef struct {
     double speed_full_within; /* full marks within this factor of the solution's time */

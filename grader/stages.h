@@ -78,6 +78,13 @@ void run_suite(grader *g, step_kind kind, const submission_keys *keys, const cha
                const char *suite, double timeout, suite_run *sr, char **log_out,
                char **evidence_out);
 void suite_run_free(suite_run *sr);
+/* verify.c: the lesson's "verify_once" suites run once with the worked
+ * solution (trusted, the reference's seed), their cases that ran kept in
+ * g->once when the run compared no output array (else each submission's
+ * verify stage runs them as before). Called by run_reference. */
+void reference_verify_once(grader *g, const lesson_info *li, const rubric_lesson *rl);
+/* The kept count of (lesson, suite), or NULL. */
+const trusted_count *trusted_once(const grader *g, const char *lesson, const char *suite);
 /* Each of `suites` in turn within the lesson's time budget (its log:
  * NN-tests.log); an array of suites->n runs, to free with suite_run_free. */
 suite_run *run_suites(grader *g, submission *s, lesson_result *lr, const char *binary,

@@ -192,3 +192,58 @@ char *verify_lesson(const strlist *suites, const suite_run *student, char *const
     }
     return why.len ? sbuf_take(&why) : (sbuf_free(&why), NULL);
 }
+
+/* ---- suites verified from one trusted run per GPU (rubric "verify_once") ---- */
+
+const trusted_count *trusted_once(const grader *g, const char *lesson, const char *suite)
+{
+    for (int i = 0; i < g->n_once; ++i)
+        if (strcmp(g->once[i].lesson, lesson) == 0 && strcmp(g->once[i].suite, suite) == 0)
+            return &g->once[i];
+    return NULL;
+}
+
+void reference_verify_once(grader *g, const lesson_info *li, const rubric_lesson *rl)
+{
+    if (rl == NULL || li->b.solution_test_bin == NULL || !is_file(li->b.solution_test_bin))
+        return;
+    for (int i = 0; i < rl->n_verify_once && !proc_interrupted(); ++i) {
+        const char *suite = rl->verify_once[i];
+        if (trusted_once(g, li->number, suite)) continue;
+        fprintf(stderr, "== reference: lesson %s, worked solution, suite %s (its count of cases "
+                "for every submission's verify stage)\n", li->number, suite);
+        suite_run sr;
+        char *ev_path = NULL;
+        gpu_hold(g, GPU_ALONE);
+        run_suite(g, STEP_TRUSTED, &g->reference_keys, li->b.solution_test_bin, suite,
+                  g->suite_timeout, &sr, NULL, &ev_path);
+        gpu_release(g);
+        ev_set ev;
+        ev_load(ev_path, &ev);
+        int ran = 0;
+        for (int c = 0; c < sr.n; ++c) ran += sr.cases[c].status != CR_SKIPPED;
+        if (sr.state != SR_OK || sr.n == 0) {
+            strlist_addf(&g->reference_notes, "lesson %s %s: the worked solution's run did not "
+                         "finish (%s): each submission's verify stage runs it", li->number,
+                         suite, sr.why ? sr.why : "no report");
+        } else if (ev.n > 0 || ev.damaged) {
+            strlist_addf(&g->reference_notes, "lesson %s %s: the worked solution's run compared "
+                         "outputs (%d records): each submission's verify stage runs it",
+                         li->number, suite, ev.n);
+        } else {
+            g->once = xrealloc(g->once, (size_t)(g->n_once + 1) * sizeof *g->once);
+            trusted_count *t = &g->once[g->n_once++];
+            memset(t, 0, sizeof *t);
+            snprintf(t->lesson, sizeof t->lesson, "%s", li->number);
+            t->suite = xstrdup(suite);
+            for (int c = 0; c < sr.n; ++c)
+                if (sr.cases[c].status != CR_SKIPPED) strlist_add(&t->ran, sr.cases[c].test);
+            strlist_addf(&g->reference_notes, "lesson %s %s: the worked solution ran %d of its %d "
+                         "cases on this GPU, comparing no output array: every submission's "
+                         "verify stage counts on that run", li->number, suite, ran, sr.n);
+        }
+        ev_free(&ev);
+        free(ev_path);
+        suite_run_free(&sr);
+    }
+}

@@ -50,20 +50,33 @@ const char *fl_test_error_hint(cudaError_t e)
  * access is checked, 10 to 100 times slower: only the small cases run. */
 #define FL_SANITIZE_MAX_BYTES ((size_t)16 << 20)
 
-int fl_test_sanitizing(void)
+/* FUSIONLAB_SANITIZE and FUSIONLAB_CASES, read once before main (before any
+ * code of a student's runs: a launcher that rewrote the environment in place
+ * must not change how the tests run). */
+static int g_sanitizing = -1, g_cases_together = -1;
+
+__attribute__((constructor)) static void test_env_init(void)
 {
     const char *sanitize = getenv("FUSIONLAB_SANITIZE");
-    return sanitize != NULL && sanitize[0] != '\0' && !(sanitize[0] == '0' && sanitize[1] == '\0');
+    g_sanitizing = sanitize != NULL && sanitize[0] != '\0' &&
+                   !(sanitize[0] == '0' && sanitize[1] == '\0');
+    /* FUSIONLAB_CASES=together, under the sanitizer stage only: elsewhere
+     * (the grader's runs, ./lab check) a value left in the environment must
+     * not change how a case runs */
+    const char *cases = getenv("FUSIONLAB_CASES");
+    g_cases_together = g_sanitizing && cases != NULL && strcmp(cases, "together") == 0;
 }
 
-/* FUSIONLAB_CASES=together, under the sanitizer stage only: elsewhere (the
- * grader's runs, ./lab check) a value left in the environment must not
- * change how a case runs. */
+int fl_test_sanitizing(void)
+{
+    if (g_sanitizing < 0) test_env_init();
+    return g_sanitizing;
+}
+
 static int cases_together(void)
 {
-    if (!fl_test_sanitizing()) return 0;
-    const char *v = getenv("FUSIONLAB_CASES");
-    return v != NULL && strcmp(v, "together") == 0;
+    if (g_cases_together < 0) test_env_init();
+    return g_cases_together;
 }
 
 struct criterion_test_params fl_test_params(void *cases, size_t size, size_t n, int together)

@@ -10,6 +10,7 @@
 #include <criterion/logging.h>
 #include <criterion/parameterized.h>
 #include <setjmp.h>
+#include <string.h>
 
 #include "check.h"
 #include "compare.h"
@@ -72,12 +73,15 @@ struct criterion_test_params fl_test_params(void *cases, size_t size, size_t n, 
  * that skips (FL_SKIP_CASE, fl_test_skip_if_too_large) goes on to the next;
  * after the last the process prints
  *     fusion-lab: SUITE/TEST: N cases in one process (R ran, S skipped)
- * and skips the test when none ran. tools/sanitize takes that run's verdict
- * only when the line is there, no case failed and the tool found nothing;
- * otherwise it runs the test again, one process per case, and that run
- * counts. Array (and Len) are evaluated in the runner and again in the
- * test's process: an array filled at run time is filled by a function
- * that the expression calls, from the seed, the same both times. */
+ and skips the test when none ran (the line says the loop got past the last
+ * case; a case that skipped counts in it). tools/sanitize takes that run's
+ * verdict only when the line is there and the tool found nothing; otherwise
+ * it runs the test again, one process per case, and that run counts. Len
+ * is evaluated in the runner and in the test's process; Array, with the
+ * cases together, in both too (one process per case uses Criterion's copy of
+ * its case): an array filled at run time is filled by a function that the
+ * expression calls, from the seed, the same both times (the loop checks its
+ * first case against Criterion's). */
 #define FL_PARAM_TEST(Suite, Name, Type, var, Array, Len)                           \
     static void fl_case_##Suite##_##Name(Type *var);                              \
     ParameterizedTestParameters(Suite, Name)                                      \
@@ -91,6 +95,9 @@ struct criterion_test_params fl_test_params(void *cases, size_t size, size_t n, 
             return;                                                               \
         }                                                                         \
         Type *fl_all_ = (Array);                                                  \
+        /* the array drawn again here is the one Criterion's case came from */   \
+        cr_assert(memcmp(var, &fl_all_[0], sizeof(Type)) == 0,                    \
+                  #Suite "/" #Name ": the cases differ from the runner's");       \
         for (size_t fl_i_; (fl_i_ = fl_cases_next()) != (size_t)-1;)              \
             if (setjmp(fl_cases_jmp) == 0) {                                      \
                 fl_case_##Suite##_##Name(&fl_all_[fl_i_]);                        \
@@ -120,14 +127,15 @@ void fl_cases_end(void);
  * is followed by FL_GUARD_BYTES of a known pattern: fl_test_no_overrun()
  * tells whether a kernel wrote past the end of the `bytes` asked for.
  * When the environment variable FUSIONLAB_SANITIZE is set (and not "0"), as
- * tools/sanitize sets it, an allocation above 16 MiB skips the calling test
- * instead ("too large for the sanitizer stage: N MiB"): under
+ * tools/sanitize sets it, an allocation above 16 MiB skips the calling case
+ * instead ("too large for the sanitizer stage: N MiB"; FL_SKIP_CASE): under
  * compute-sanitizer only the small correctness cases run. */
 void *fl_test_dev_alloc(size_t bytes);
 /* The same skip, for a buffer of `bytes` a test is about to allocate: called
- * before FL_REQUIRE_GPU, a case the sanitizer stage skips skips before CUDA
- * starts (under compute-sanitizer every process that starts CUDA costs
- * seconds). */
+ * before FL_REQUIRE_GPU and the case's host buffers, a case the sanitizer
+ * stage skips costs no CUDA start of its own (under compute-sanitizer every
+ * process that starts CUDA costs seconds) and, with the cases together in
+ * one process, leaves nothing allocated behind. */
 void fl_test_skip_if_too_large(size_t bytes);
 
 #define FL_GUARD_BYTES 4096
