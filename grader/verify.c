@@ -226,6 +226,12 @@ void reference_verify_once(grader *g, const lesson_info *li, const rubric_lesson
             strlist_addf(&g->reference_notes, "lesson %s %s: the worked solution's run did not "
                          "finish (%s): each submission's verify stage runs it", li->number,
                          suite, sr.why ? sr.why : "no report");
+        } else if (ran != 0 && ran != sr.n) {
+            /* some cases skipped and some not: not the GPU's word alone (a
+             * glitch here would count against every submission of the batch) */
+            strlist_addf(&g->reference_notes, "lesson %s %s: the worked solution ran %d of its %d "
+                         "cases: each submission's verify stage runs it", li->number, suite, ran,
+                         sr.n);
         } else if (ev.n > 0 || ev.damaged) {
             strlist_addf(&g->reference_notes, "lesson %s %s: the worked solution's run compared "
                          "outputs (%d records): each submission's verify stage runs it",

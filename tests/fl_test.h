@@ -73,7 +73,7 @@ struct criterion_test_params fl_test_params(void *cases, size_t size, size_t n, 
  * that skips (FL_SKIP_CASE, fl_test_skip_if_too_large) goes on to the next;
  * after the last the process prints
  *     fusion-lab: SUITE/TEST: N cases in one process (R ran, S skipped)
- and skips the test when none ran (the line says the loop got past the last
+ * and skips the test when none ran (the line says the loop got past the last
  * case; a case that skipped counts in it). tools/sanitize takes that run's
  * verdict only when the line is there and the tool found nothing; otherwise
  * it runs the test again, one process per case, and that run counts. Len

@@ -341,7 +341,7 @@ static void correct_case(const shape02 *s, const part02 *part)
 {
     /* the sanitizer stage's skip, before CUDA starts and before the host
      * buffers (with the cases together a skipped case's would stay behind) */
-    fl_test_skip_if_too_large(s->rows * s->cols * sizeof(float));
+    fl_test_skip_if_too_large((s->rows * s->cols + s->offset) * sizeof(float));
     FL_REQUIRE_GPU();
     problem02 p;
     problem_init(&p, s, part->seed + s->rows * 7919 + s->cols, part->scratch);
