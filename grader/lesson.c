@@ -389,11 +389,7 @@ static int reference_take(grader *g, const char *num, const cJSON *les)
         const cJSON *t;
         cJSON_ArrayForEach(t, ran) ok &= cJSON_IsString(t);
         if (!ok) continue;
-        g->once = xrealloc(g->once, (size_t)(g->n_once + 1) * sizeof *g->once);
-        trusted_count *c = &g->once[g->n_once++];
-        memset(c, 0, sizeof *c);
-        snprintf(c->lesson, sizeof c->lesson, "%s", num);
-        c->suite = xstrdup(suite->valuestring);
+        trusted_count *c = trusted_once_add(g, num, suite->valuestring);
         cJSON_ArrayForEach(t, ran) strlist_add(&c->ran, t->valuestring);
     }
     return 0;

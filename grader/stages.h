@@ -83,8 +83,9 @@ void suite_run_free(suite_run *sr);
  * g->once when the run compared no output array (else each submission's
  * verify stage runs them as before). Called by run_reference. */
 void reference_verify_once(grader *g, const lesson_info *li, const rubric_lesson *rl);
-/* The kept count of (lesson, suite), or NULL. */
+/* The kept count of (lesson, suite), or NULL; a new empty one, added. */
 const trusted_count *trusted_once(const grader *g, const char *lesson, const char *suite);
+trusted_count *trusted_once_add(grader *g, const char *lesson, const char *suite);
 /* Each of `suites` in turn within the lesson's time budget (its log:
  * NN-tests.log); an array of suites->n runs, to free with suite_run_free. */
 suite_run *run_suites(grader *g, submission *s, lesson_result *lr, const char *binary,

@@ -203,6 +203,16 @@ const trusted_count *trusted_once(const grader *g, const char *lesson, const cha
     return NULL;
 }
 
+trusted_count *trusted_once_add(grader *g, const char *lesson, const char *suite)
+{
+    g->once = xrealloc(g->once, (size_t)(g->n_once + 1) * sizeof *g->once);
+    trusted_count *t = &g->once[g->n_once++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->lesson, sizeof t->lesson, "%s", lesson);
+    t->suite = xstrdup(suite);
+    return t;
+}
+
 void reference_verify_once(grader *g, const lesson_info *li, const rubric_lesson *rl)
 {
     if (rl == NULL || li->b.solution_test_bin == NULL || !is_file(li->b.solution_test_bin))
@@ -237,11 +247,7 @@ void reference_verify_once(grader *g, const lesson_info *li, const rubric_lesson
                          "outputs (%d records): each submission's verify stage runs it",
                          li->number, suite, ev.n);
         } else {
-            g->once = xrealloc(g->once, (size_t)(g->n_once + 1) * sizeof *g->once);
-            trusted_count *t = &g->once[g->n_once++];
-            memset(t, 0, sizeof *t);
-            snprintf(t->lesson, sizeof t->lesson, "%s", li->number);
-            t->suite = xstrdup(suite);
+            trusted_count *t = trusted_once_add(g, li->number, suite);
             for (int c = 0; c < sr.n; ++c)
                 if (sr.cases[c].status != CR_SKIPPED) strlist_add(&t->ran, sr.cases[c].test);
             strlist_addf(&g->reference_notes, "lesson %s %s: the worked solution ran %d of its %d "

@@ -497,3 +497,19 @@ Test(fresh, new_in_every_run_elsewhere)
     cr_expect(a[0] != b[0] && a[1] != b[1], "outside the grader two runs drew the same keys");
     cr_expect(a[0] != a[1] && a[1] != a[2], "keys repeat within a process");
 }
+
+/* The switches the harness takes from the environment are read before main:
+ * a launcher that rewrites its environment later (in place, past the object
+ * scan's ban on setenv) changes nothing. */
+Test(env, switches_are_read_before_any_test_code)
+{
+    int audit = fl_timing_audit(), sanitizing = fl_test_sanitizing();
+    cr_assert(setenv("FUSIONLAB_TIMING_AUDIT", audit ? "0" : "1", 1) == 0);
+    cr_assert(setenv("FUSIONLAB_SANITIZE", sanitizing ? "0" : "1", 1) == 0);
+    cr_assert(setenv("FUSIONLAB_CASES", "together", 1) == 0);
+    cr_expect_eq(fl_timing_audit(), audit, "FUSIONLAB_TIMING_AUDIT set during a test switched the audit");
+    cr_expect_eq(fl_test_sanitizing(), sanitizing, "FUSIONLAB_SANITIZE set during a test took effect");
+    if (!sanitizing)
+        cr_expect(!fl_cases_begin("env/switches", 3),
+                  "FUSIONLAB_CASES set during a test put the cases together outside the sanitizer");
+}
