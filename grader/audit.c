@@ -3,9 +3,12 @@
  *
  * A passing speed check's figures (the speed log) are the student's
  * program's word. For each one, the grader runs the same speed check again
- * under Nsight Compute (ncu, in the test's sandbox, a short run:
- * FUSIONLAB_TIMING_AUDIT), which times every kernel on the GPU
- * (gpu__time_duration, clocks and caches left alone). The baseline and the
+ * (in the test's sandbox, a short run: FUSIONLAB_TIMING_AUDIT) and times
+ * every kernel on the GPU with a tool of NVIDIA's: the kernel trace
+ * (grader/ktrace.c, CUPTI's activity records: each kernel's start and end on
+ * the GPU, as the kernels ran), or, where the build has no CUPTI or the
+ * trace is not whole, Nsight Compute (ncu: gpu__time_duration, each kernel
+ * alone, clocks and caches left alone). The baseline and the
  * student's version run the same number of times, interleaved, so
  *
  *   measured speedup = sum of the baseline's kernel times
@@ -117,6 +120,8 @@ typedef struct {
     char *clash;   /* a student kernel named like a baseline one */
     strlist seen;  /* the first kernels' names, for a message */
     char *wrong;   /* the audited run's own check found a wrong output */
+    const char *tool; /* what measured: "CUPTI" (the kernel trace) or "Nsight Compute" */
+    char *trace_note; /* why the kernel trace was not used, when it was tried */
 } audit_sum;
 
 static void audit_sum_free(audit_sum *a)
@@ -124,6 +129,7 @@ static void audit_sum_free(audit_sum *a)
     free(a->clash);
     free(a->wrong);
     free(a->exit_note);
+    free(a->trace_note);
     strlist_free(&a->seen);
 }
 
@@ -198,7 +204,125 @@ static char *harness_filter(const strset *harness, strset *mine)
     return re;
 }
 
-/* ncu over one speed test; *why when it could not measure. */
+/* What the audited run's own output and its end say (either tool). */
+static void audit_finish(audit_sum *a, const proc_result *r, double limit_s)
+{
+    /* The audited run draws its inputs and the positions it checks from the
+     * clock (it has no evidence file: tests/fl_test.c, fl_test_fresh_key),
+     * so no earlier run predicts them: its own checks of every output must
+     * pass here too. Its speed thresholds are not judged (the audit's short
+     * run, and under ncu its slowness). */
+    static const char *const wrong[] = {"wrong during the timed runs", "wrong after the timed runs"};
+    for (size_t w = 0; w < sizeof wrong / sizeof wrong[0] && a->wrong == NULL; ++w) {
+        const char *hit = strstr(r->output, wrong[w]);
+        if (hit == NULL) continue;
+        const char *start = hit;
+        while (start > r->output && start[-1] != '\n') --start;
+        const char *end = strchr(hit, '\n');
+        size_t len = end ? (size_t)(end - start) : strlen(start);
+        a->wrong = xstrndup(start, len > 400 ? 400 : len);
+    }
+    a->clean_exit = r->started && r->exit_code == 0 && r->term_signal == 0 && !r->timed_out &&
+                    !r->interrupted;
+    if (!a->clean_exit) {
+        char *t = trim_middle(r->output, 0, 400);
+        a->exit_note = r->timed_out ? xasprintf("stopped at its %.0f s limit: %s", limit_s, t)
+                       : r->term_signal ? xasprintf("killed by signal %d: %s", r->term_signal, t)
+                                        : xasprintf("exit %d: %s", r->exit_code, t);
+        for (char *c = a->exit_note; *c; ++c)
+            if (*c == '\n' || *c == '\r') *c = ' '; /* one line in the notes */
+        free(t);
+    }
+}
+
+/* The kernel trace (grader/ktrace.c) is whole: no record dropped or left
+ * without its times, and every process that wrote kernel lines ended with
+ * an "#end" line that counts them. NULL, or why not. */
+static char *trace_whole(const char *text)
+{
+    typedef struct {
+        long pid;
+        long rows, end;
+    } proc_count;
+    proc_count *pc = NULL;
+    int n = 0;
+    char *why = NULL;
+    char *copy = xstrdup(text);
+    char *save = NULL;
+    for (char *line = strtok_r(copy, "\n", &save); line && !why; line = strtok_r(NULL, "\n", &save)) {
+        strlist f = {0};
+        csv_fields(line, &f);
+        if (f.n == 4 && strcmp(f.v[0], "ID") != 0) {
+            long pid = strtol(f.v[1], NULL, 10);
+            int i = 0;
+            while (i < n && pc[i].pid != pid) ++i;
+            if (i == n) {
+                pc = xrealloc(pc, (size_t)(n + 1) * sizeof *pc);
+                pc[n++] = (proc_count){pid, 0, -1};
+            }
+            if (strcmp(f.v[0], "#end") == 0) pc[i].end = strtol(f.v[2], NULL, 10);
+            else if (strcmp(f.v[0], "#dropped") == 0)
+                why = xasprintf("CUPTI dropped %s records of process %ld", f.v[2], pid);
+            else if (strcmp(f.v[0], "#incomplete") == 0)
+                why = xasprintf("a kernel of process %ld has no times (%s)", pid, f.v[2]);
+            else pc[i].rows++;
+        } else if (f.n != 4) {
+            why = xstrdup("a line of the trace is malformed");
+        }
+        strlist_free(&f);
+    }
+    for (int i = 0; i < n && !why; ++i)
+        if (pc[i].end != pc[i].rows)
+            why = pc[i].end < 0 ? xasprintf("process %ld did not reach its end", pc[i].pid)
+                                : xasprintf("process %ld counted %ld kernels, the trace holds %ld",
+                                            pc[i].pid, pc[i].end, pc[i].rows);
+    if (!why && n == 0) why = xstrdup("no kernel was traced");
+    free(copy);
+    free(pc);
+    return why;
+}
+
+/* The kernel trace over one speed test: 0 with `a` filled, or -1 with
+ * *why (the audit then profiles with ncu). */
+static int trace_test(grader *g, step_kind kind, const char *scratch, const char *seed_env,
+                      double *gpu_wait, const char *binary, const char *filter, strset *mine,
+                      strset *harness, strset *base, audit_sum *a, char **why)
+{
+    char *trace = path_join(scratch, "ktrace.csv");
+    char *inject = xasprintf("CUDA_INJECTION64_PATH=%s", g->man.kernel_trace);
+    char *trace_env = xasprintf("FUSIONLAB_KTRACE=%s", trace);
+    const char *env[] = {"FUSIONLAB_TIMING_AUDIT=1", seed_env, inject, trace_env, NULL};
+    char *argv[] = {(char *)binary, "--jobs", "1", "--filter", (char *)filter, NULL};
+    proc_opts o = {.timeout_s = g->suite_timeout, .head = 1 << 20, .tail = 1 << 20};
+    proc_result r;
+    /* it times kernels: nothing else on the GPU (gpulock.c) */
+    *gpu_wait += gpu_hold(g, GPU_ALONE);
+    run_step(g, kind, NULL, scratch, argv, env, &o, &r);
+    gpu_release(g);
+    char *body = read_step_file(trace, 64u << 20, NULL, NULL);
+    /* (the header is the grader's: the sandbox's user creates the file) */
+    char *text = xasprintf("\"ID\",\"Process ID\",\"Kernel Name\",\"gpu__time_duration.sum\"\n%s",
+                           body ? body : "");
+    *why = body ? trace_whole(text) : xstrdup("the run wrote no trace");
+    int rc = -1;
+    if (*why == NULL) {
+        sum_csv(text, mine, harness, base, a);
+        audit_finish(a, &r, o.timeout_s);
+        a->tool = "CUPTI";
+        rc = 0;
+    }
+    free(body);
+    free(text);
+    proc_result_free(&r);
+    free(inject);
+    free(trace_env);
+    free(trace);
+    return rc;
+}
+
+/* The audit's measure of one speed test: the kernel trace (CUPTI, where the
+ * build has it and FUSIONLAB_AUDIT_TOOL is not "ncu"), else Nsight Compute;
+ * *why when neither could measure. */
 static int audit_test(grader *g, step_kind kind, const char *seed, double *gpu_wait,
                       const char *binary, const char *suite, const char *test, strset *mine,
                       strset *harness, strset *base, audit_sum *a, char **why)
@@ -213,6 +337,21 @@ static int audit_test(grader *g, step_kind kind, const char *seed, double *gpu_w
     char *csv = path_join(scratch, "ncu.csv");
     char *filter = xasprintf("%s/%s", suite, test);
     char *seed_env = xasprintf("FUSIONLAB_GRADE_SEED=%s", seed ? seed : "");
+    const char *tool = getenv("FUSIONLAB_AUDIT_TOOL");
+    if (g->man.kernel_trace && is_file(g->man.kernel_trace) && !(tool && strcmp(tool, "ncu") == 0)) {
+        char *twhy = NULL;
+        int rc = trace_test(g, kind, scratch, seed_env, gpu_wait, binary, filter, mine, harness,
+                            base, a, &twhy);
+        if (rc == 0 || proc_interrupted()) {
+            free(seed_env);
+            free(filter);
+            free(csv);
+            free(scratch);
+            if (rc != 0) *why = twhy;
+            return rc;
+        }
+        a->trace_note = twhy; /* then Nsight Compute, as before the trace */
+    }
     const char *env[] = {"FUSIONLAB_TIMING_AUDIT=1", seed_env, NULL};
     /* ncu spends about 0.1 s on every kernel it profiles, and most kernels
      * of a speed check are the harness's (checksums, cache flushes, holds),
@@ -264,37 +403,17 @@ static int audit_test(grader *g, step_kind kind, const char *seed, double *gpu_w
     }
     gpu_release(g);
     if (again) {
+        char *note = a->trace_note;
+        a->trace_note = NULL;
         free(a->clash);
         strlist_free(&a->seen);
         memset(a, 0, sizeof *a);
+        a->trace_note = note;
         if (text) sum_csv(text, mine, harness, base, a);
     }
     free(skip);
-    /* The audited run draws its inputs and the positions it checks from the
-     * clock (it has no evidence file: tests/fl_test.c, fl_test_fresh_key),
-     * so no earlier run predicts them: its own checks of every output must
-     * pass here too. Its speed thresholds are not judged (ncu slows it). */
-    static const char *const wrong[] = {"wrong during the timed runs", "wrong after the timed runs"};
-    for (size_t w = 0; w < sizeof wrong / sizeof wrong[0] && a->wrong == NULL; ++w) {
-        const char *hit = strstr(r.output, wrong[w]);
-        if (hit == NULL) continue;
-        const char *start = hit;
-        while (start > r.output && start[-1] != '\n') --start;
-        const char *end = strchr(hit, '\n');
-        size_t len = end ? (size_t)(end - start) : strlen(start);
-        a->wrong = xstrndup(start, len > 400 ? 400 : len);
-    }
-    a->clean_exit = r.started && r.exit_code == 0 && r.term_signal == 0 && !r.timed_out &&
-                    !r.interrupted;
-    if (!a->clean_exit) {
-        char *t = trim_middle(r.output, 0, 400);
-        a->exit_note = r.timed_out ? xasprintf("stopped at its %.0f s limit: %s", o.timeout_s, t)
-                       : r.term_signal ? xasprintf("killed by signal %d: %s", r.term_signal, t)
-                                       : xasprintf("exit %d: %s", r.exit_code, t);
-        for (char *c = a->exit_note; *c; ++c)
-            if (*c == '\n' || *c == '\r') *c = ' '; /* one line in the notes */
-        free(t);
-    }
+    a->tool = "Nsight Compute";
+    audit_finish(a, &r, o.timeout_s);
     if (a->rows == 0) {
         char *t = trim_middle(r.output, 300, 300);
         *why = !r.started ? xstrdup("ncu (Nsight Compute) is not installed")
@@ -313,17 +432,23 @@ static int audit_test(grader *g, step_kind kind, const char *seed, double *gpu_w
 /* How far the worked solution's claim (its protocol speedup, the reference)
  * stands above what the audit measured of it on this GPU, at least 1: the
  * two time differently (Nsight Compute runs each kernel alone, the GPU idle
- * between them and its clocks left alone), and on an H100 an honest claim
- * stood up to 1.3 times above its audit. 1 when the reference has no audit;
- * at most HONEST_MAX. */
+ * between them and its clocks left alone, and on an H100 an honest claim
+ * stood up to 1.3 times above it; the kernel trace times the kernels as they
+ * ran, in a short run). 1 when the reference has no audit, or one by another
+ * tool than `tool` (*other set); at most HONEST_MAX. */
 static double honest_factor(const grader *g, const char *lesson, const char *suite,
-                            const char *test)
+                            const char *test, const char *tool, int *other)
 {
+    *other = 0;
     for (int i = 0; i < g->reference.n; ++i) {
         const speed_rec *r = &g->reference.v[i];
         if (strcmp(r->lesson, lesson) != 0 || strcmp(r->suite, suite) != 0 ||
             strcmp(r->test, test) != 0)
             continue;
+        if (r->audit_speedup > 0 && r->audit_tool[0] && strcmp(r->audit_tool, tool) != 0) {
+            *other = 1;
+            break;
+        }
         if (r->audit_speedup > 0 && r->speedup > r->audit_speedup) {
             double f = r->speedup / r->audit_speedup;
             return f < HONEST_MAX ? f : HONEST_MAX;
@@ -351,8 +476,9 @@ void audit_reference(grader *g, const lesson_info *li)
          * the profiler slowed is not the measure */
         double best = 0;
         char *fault = NULL;
+        const char *tool = NULL;
         for (int run = 0; run < 2 && !proc_interrupted(); ++run) {
-            fprintf(stderr, "== reference: lesson %s, worked solution, %s::%s under ncu (%d of "
+            fprintf(stderr, "== reference: lesson %s, worked solution, %s::%s, speed audit (%d of "
                     "2)\n", li->number, r->suite, r->test, run + 1);
             audit_sum a;
             char *err = NULL;
@@ -360,10 +486,19 @@ void audit_reference(grader *g, const lesson_info *li)
             int rc = audit_test(g, STEP_TRUSTED, g->reference_keys.seed, &wait,
                                 li->b.solution_test_bin, r->suite, r->test, &mine, &harness,
                                 &base, &a, &err);
+            if (a.trace_note)
+                strlist_addf(&g->reference_notes, "lesson %s %s::%s: the kernel trace was not "
+                             "used (%s): Nsight Compute measured instead", li->number, r->suite,
+                             r->test, a.trace_note);
             if (rc == 0 && a.clean_exit && a.wrong == NULL && a.clash == NULL &&
-                a.student_n > 0 && a.student_ns > 0 && a.baseline_ns > 0) {
+                a.student_n > 0 && a.student_ns > 0 && a.baseline_ns > 0 &&
+                (tool == NULL || strcmp(tool, a.tool) == 0)) {
                 double m = a.baseline_ns / a.student_ns;
                 if (m > best) best = m;
+                tool = a.tool;
+            } else if (fault == NULL && rc == 0 && tool && a.tool && strcmp(tool, a.tool) != 0) {
+                fault = xasprintf("its two runs were measured by two tools, %s and %s", tool,
+                                  a.tool);
             } else if (fault == NULL) {
                 fault = err ? xstrdup(err)
                         : a.wrong ? xstrdup(a.wrong)
@@ -376,9 +511,10 @@ void audit_reference(grader *g, const lesson_info *li)
         }
         if (best > 0 && fault == NULL) {
             r->audit_speedup = best;
-            strlist_addf(&g->reference_notes, "lesson %s %s::%s: the speed audit (Nsight "
-                         "Compute) measures the worked solution at %.2fx, its claim %.2fx",
-                         li->number, r->suite, r->test, r->audit_speedup, r->speedup);
+            snprintf(r->audit_tool, sizeof r->audit_tool, "%s", tool);
+            strlist_addf(&g->reference_notes, "lesson %s %s::%s: the speed audit (%s) measures "
+                         "the worked solution at %.2fx, its claim %.2fx", li->number, r->suite,
+                         r->test, tool, r->audit_speedup, r->speedup);
         } else {
             strlist_addf(&g->reference_notes, "lesson %s %s::%s: the worked solution's speed "
                          "audit measured nothing usable (%s): students' claims are held to "
@@ -415,8 +551,7 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
         for (int j = 0; j < runs[i].speed.n; ++j) {
             const speed_rec *claim = &runs[i].speed.v[j];
             if (!claim->passed || (k->test && strcmp(claim->test, k->test) != 0)) continue;
-            fprintf(stderr, "%s: auditing %s::%s under ncu\n", progress, claim->suite,
-                    claim->test);
+            fprintf(stderr, "%s: auditing %s::%s\n", progress, claim->suite, claim->test);
             audit_sum a;
             char *err = NULL;
             if (audit_test(g, STEP_TEST, s->keys.seed, &lr->gpu_wait_s, binary, claim->suite,
@@ -429,12 +564,22 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
                 continue;
             }
             free(err); /* (no profile, but the run's own check found a wrong output) */
+            if (a.trace_note)
+                strlist_addf(&lr->notes, "speed audit %s::%s: the kernel trace was not used "
+                             "(%s): Nsight Compute measured instead", claim->suite, claim->test,
+                             a.trace_note);
+            const char *tool = a.tool ? a.tool : "Nsight Compute";
             double measured = a.student_ns > 0 ? a.baseline_ns / a.student_ns : 0.0;
             /* the worked solution's own claim over its audit on this GPU:
-             * an honest kernel's distance from Nsight Compute's figure */
-            double honest = honest_factor(g, li->number, claim->suite, claim->test);
+             * an honest kernel's distance from the audit's figure */
+            int other = 0;
+            double honest = honest_factor(g, li->number, claim->suite, claim->test, tool, &other);
+            if (other)
+                strlist_addf(&lr->notes, "speed audit %s::%s: the worked solution was audited "
+                             "with another tool than %s here: the claim is held to the slack "
+                             "alone", claim->suite, claim->test, tool);
             if (a.wrong)
-                sbuf_addf(&why, "%s::%s: run again under Nsight Compute, with inputs and checked "
+                sbuf_addf(&why, "%s::%s: run again for the speed audit, with inputs and checked "
                           "positions that no earlier run could predict, the speed check found a "
                           "wrong output (an answer must not depend on knowing what comes next): "
                           "%s\n", claim->suite, claim->test, a.wrong);
@@ -444,8 +589,8 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
                           "your kernels from theirs\n", claim->suite, claim->test, a.clash);
             else if (a.student_n == 0) {
                 sbuf_addf(&why, "%s::%s: the speed check passed, but no kernel of your file ran "
-                          "on the GPU during it (Nsight Compute saw %d kernels:", claim->suite,
-                          claim->test, a.rows);
+                          "on the GPU during it (%s saw %d kernels:", claim->suite,
+                          claim->test, tool, a.rows);
                 for (int n = 0; n < a.seen.n; ++n) sbuf_addf(&why, " %s", a.seen.v[n]);
                 sbuf_addf(&why, "%s; your file's: ", a.rows > a.seen.n ? " ..." : "");
                 for (size_t n = 0; n < mine.n && n < 6; ++n) sbuf_addf(&why, "%s ", mine.v[n]);
@@ -453,17 +598,17 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
             }
             else if (claim->speedup > AUDIT_SLACK * honest * measured)
                 sbuf_addf(&why, "%s::%s: the test program claims %.2fx the baseline; the GPU "
-                          "measured %.2fx (Nsight Compute: baseline kernels %.1f us, yours %.1f "
+                          "measured %.2fx (%s: baseline kernels %.1f us, yours %.1f "
                           "us, summed over the same runs), and an honest claim stands at most "
                           "%.2f x %.2f times above that here (the worked solution's claim over "
                           "its own audit on this GPU, times the slack)\n", claim->suite,
-                          claim->test, claim->speedup, measured, a.baseline_ns / 1e3,
+                          claim->test, claim->speedup, measured, tool, a.baseline_ns / 1e3,
                           a.student_ns / 1e3, honest, AUDIT_SLACK);
             else
                 strlist_addf(&lr->notes, "speed audit %s::%s: claimed %.2fx, the GPU measured "
-                             "%.2fx (Nsight Compute; the worked solution's claim stands %.2f "
+                             "%.2fx (%s; the worked solution's claim stands %.2f "
                              "times above its audit here): consistent", claim->suite, claim->test,
-                             claim->speedup, measured, honest);
+                             claim->speedup, measured, tool, honest);
             audit_sum_free(&a);
         }
     }

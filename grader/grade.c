@@ -277,6 +277,7 @@ static int setup(grader *g)
     strlist targets = {0};
     strlist_add(&targets, "fusionlab_common");
     strlist_add(&targets, "fusionlab_testlib");
+    if (g->man.kernel_trace_target) strlist_add(&targets, g->man.kernel_trace_target);
     for (int i = 0; i < g->lessons.n; ++i) {
         const lesson_info *li = manifest_find(&g->man, g->lessons.v[i]);
         strlist_addf(&targets, "lesson%s_baseline", li->number);

@@ -18,7 +18,8 @@ typedef struct {
     double baseline_us, candidate_us, speedup, min_speedup, pct_of_ceiling, min_pct;
     int passed;
     double audit_speedup; /* reference records: the worked solution's speedup as
-                             the speed audit measures it (Nsight Compute), or 0 */
+                             the speed audit measures it, or 0 */
+    char audit_tool[16];  /* ... and what measured it: "CUPTI" or "Nsight Compute" */
 } speed_rec;
 
 typedef struct {

@@ -416,6 +416,7 @@ static cJSON *reference_entry(const grader *g, const char *num, int note0)
         cJSON_AddNumberToObject(o, "min_pct", r->min_pct);
         cJSON_AddBoolToObject(o, "passed", r->passed);
         cJSON_AddNumberToObject(o, "audit_speedup", r->audit_speedup);
+        cJSON_AddStringToObject(o, "audit_tool", r->audit_tool);
         cJSON_AddItemToArray(recs, o);
     }
     cJSON *notes = cJSON_AddArrayToObject(les, "notes");

@@ -93,6 +93,16 @@ int manifest_load(const char *path, manifest *m, char **err)
     }
     m->student_root = json_str(root, "student_root");
     m->generator = json_str(root, "generator");
+    const cJSON *kt = cJSON_GetObjectItemCaseSensitive(root, "kernel_trace");
+    if (cJSON_IsObject(kt)) { /* (optional: only where CUPTI was found) */
+        m->kernel_trace = json_str(kt, "file");
+        m->kernel_trace_target = json_str(kt, "target");
+        if (m->kernel_trace == NULL || m->kernel_trace_target == NULL) {
+            free(m->kernel_trace);
+            free(m->kernel_trace_target);
+            m->kernel_trace = m->kernel_trace_target = NULL;
+        }
+    }
     if (json_strlist(root, "harness_libs", &m->harness_libs) != 0 || m->harness_libs.n == 0 ||
         m->generator == NULL) {
         *err = xasprintf("%s does not say where the build keeps its libraries (written by an "
@@ -149,6 +159,8 @@ void manifest_free(manifest *m)
     free(m->lessons);
     free(m->student_root);
     free(m->generator);
+    free(m->kernel_trace);
+    free(m->kernel_trace_target);
     strlist_free(&m->harness_libs);
     memset(m, 0, sizeof *m);
 }
@@ -166,6 +178,11 @@ int manifest_adopt_build(manifest *m, manifest *from)
     free(m->generator);
     m->generator = from->generator;
     from->generator = NULL;
+    free(m->kernel_trace);
+    free(m->kernel_trace_target);
+    m->kernel_trace = from->kernel_trace;
+    m->kernel_trace_target = from->kernel_trace_target;
+    from->kernel_trace = from->kernel_trace_target = NULL;
     strlist_free(&m->harness_libs);
     m->harness_libs = from->harness_libs;
     memset(&from->harness_libs, 0, sizeof from->harness_libs);

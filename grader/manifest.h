@@ -7,7 +7,10 @@
  * $<TARGET_OBJECTS:...>):
  *
  *   {"format": 1, "student_root": "...", "generator": "Unix Makefiles",
- *    "harness_libs": [".../libfusionlab_common.a", ...], "lessons": [
+ *    "harness_libs": [".../libfusionlab_common.a", ...],
+ *    "kernel_trace": {"target": "fusionlab_ktrace", "file": ".../libfusionlab_ktrace.so"}
+ *      (only where CUPTI was found: grader/ktrace.c),
+ *    "lessons": [
  *     {"name": "01-vector-add", "number": "01", "slug": "vector_add",
  *      "exercise": ["vector_add.cu"], "tools": [], "cpu_suites": [],
  *      "test": "test_01_vector_add", "solution_test": "test_01_vector_add_solution",
@@ -54,12 +57,14 @@ typedef struct {
     char *student_root;
     char *generator;     /* CMake's generator of the build */
     strlist harness_libs; /* the course's own libraries every test links */
+    char *kernel_trace;  /* the speed audit's kernel trace library, or NULL */
+    char *kernel_trace_target; /* ... and its target */
 } manifest;
 
 /* 0 on success; otherwise *err says why (caller frees). */
 int manifest_load(const char *path, manifest *m, char **err);
 const lesson_info *manifest_find(const manifest *m, const char *number);
-/* Take the build paths (`b`, harness_libs, generator) of `from`, a manifest
+/* Take the build paths (`b`, harness_libs, generator, kernel_trace) of `from`, a manifest
  * of another build of the same lessons, into `m`; 0, or -1 when a lesson of
  * `m` is missing from `from`. `from` keeps only its lesson list. */
 int manifest_adopt_build(manifest *m, manifest *from);

@@ -9,7 +9,10 @@
  * - a file with a static kernel named exactly like a harness kernel: that
  *   kernel is the student's too, it is never left out of the profile by the
  *   harness filter, and its rows make the audit see a name clash (the claim
- *   fails with "rename it").
+ *   fails with "rename it");
+ * - the kernel trace (grader/ktrace.c) is taken only whole: every process
+ *   that wrote kernel lines ended with an "#end" line counting them, and no
+ *   record was dropped or left without its times.
  * Exit 0 when all hold; each failure is printed.
  */
 #include "../../../grader/audit.c"
@@ -78,8 +81,37 @@ int main(int argc, char **argv)
     strlist_free(&a.seen);
     strset_free(&mine);
     strset_free(&harness);
+
+    /* the kernel trace: what the grader reads (its header, then the lines
+     * of ktrace.c); a trace that is not whole sends the audit to ncu */
+    static const char *const head = "\"ID\",\"Process ID\",\"Kernel Name\","
+                                    "\"gpu__time_duration.sum\"\n";
+    static const struct {
+        const char *body, *why; /* why: a word of the reason, NULL when whole */
+    } traces[] = {
+        {"\"1\",\"10\",\"_Z1kv\",\"5\"\n\"2\",\"10\",\"_Z1kv\",\"6\"\n\"1\",\"11\",\"_Z1kv\",\"7\"\n"
+         "\"#end\",\"10\",\"2\",\"\"\n\"#end\",\"11\",\"1\",\"\"\n", NULL},
+        {"\"1\",\"10\",\"_Z1kv\",\"5\"\n", "did not reach its end"},
+        {"\"1\",\"10\",\"_Z1kv\",\"5\"\n\"#end\",\"10\",\"2\",\"\"\n", "counted 2"},
+        {"\"1\",\"10\",\"_Z1kv\",\"5\"\n\"#dropped\",\"10\",\"3\",\"\"\n\"#end\",\"10\",\"1\",\"\"\n",
+         "dropped"},
+        {"\"#incomplete\",\"10\",\"_Z1kv\",\"\"\n\"#end\",\"10\",\"0\",\"\"\n", "no times"},
+        {"\"1\",\"10\",\"_Z1kv\"\n\"#end\",\"10\",\"1\",\"\"\n", "malformed"},
+        {"", "no kernel"},
+    };
+    for (size_t i = 0; i < sizeof traces / sizeof traces[0]; ++i) {
+        char *text = xasprintf("%s%s", head, traces[i].body);
+        char *why = trace_whole(text);
+        if (traces[i].why == NULL)
+            EXPECT(why == NULL, "trace %zu: a whole trace refused: %s", i, why);
+        else
+            EXPECT(why && strstr(why, traces[i].why), "trace %zu: want \"%s\", got %s", i,
+                   traces[i].why, why ? why : "a whole trace");
+        free(why);
+        free(text);
+    }
     if (failures == 0)
         printf("PASS: a static kernel is the student's; one named like a harness kernel stays in "
-               "the profile and is a name clash\n");
+               "the profile and is a name clash; a kernel trace is taken only whole\n");
     return failures ? 1 : 0;
 }
