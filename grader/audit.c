@@ -58,8 +58,11 @@ static void kernels_of(grader *g, char *const *files, int n, int sandboxed, strs
     strlist defs = {0};
     char *save = NULL;
     for (char *line = strtok_r(r.output, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        char name[4096], type[8];
-        if (sscanf(line, "%4095s %7s", name, type) != 2) continue;
+        /* "NAME TYPE ...": the name whole, however long (a template's) */
+        char *name = line, *sp = strchr(line, ' ');
+        if (sp == NULL || sp[1] == '\0') continue;
+        *sp = '\0';
+        const char type[2] = {sp[1], '\0'};
         const char *st = strstr(name, "__device_stub__");
         if (starts_with(name, "_Z") && st) strset_add(&stubs, st + strlen("__device_stub__"));
         else if (type[0] == 'T' || type[0] == 't') strlist_add(&defs, name);
@@ -121,6 +124,8 @@ typedef struct {
     strlist seen;  /* the first kernels' names, for a message */
     char *wrong;   /* the audited run's own check found a wrong output */
     const char *tool; /* what measured: "CUPTI" (the kernel trace) or "Nsight Compute" */
+    int ran;          /* the audited program started */
+    int decided;      /* the trace run's own end decides (wrong, or not ended cleanly) */
     char *trace_note; /* why the kernel trace was not used, when it was tried */
 } audit_sum;
 
@@ -222,6 +227,7 @@ static void audit_finish(audit_sum *a, const proc_result *r, double limit_s)
         size_t len = end ? (size_t)(end - start) : strlen(start);
         a->wrong = xstrndup(start, len > 400 ? 400 : len);
     }
+    a->ran = r->started;
     a->clean_exit = r->started && r->exit_code == 0 && r->term_signal == 0 && !r->timed_out &&
                     !r->interrupted;
     if (!a->clean_exit) {
@@ -304,12 +310,24 @@ static int trace_test(grader *g, step_kind kind, const char *scratch, const char
     char *text = xasprintf("\"ID\",\"Process ID\",\"Kernel Name\",\"gpu__time_duration.sum\"\n%s",
                            body ? body : "");
     *why = body ? trace_whole(text) : xstrdup("the run wrote no trace");
+    audit_finish(a, &r, o.timeout_s);
+    a->tool = "CUPTI";
     int rc = -1;
     if (*why == NULL) {
         sum_csv(text, mine, harness, base, a);
-        audit_finish(a, &r, o.timeout_s);
-        a->tool = "CUPTI";
         rc = 0;
+    } else if (a->wrong || (r.started && !a->clean_exit)) {
+        /* a wrong output, or a run that did not end: that is the verdict,
+         * whatever the trace holds (no second try under ncu) */
+        free(*why);
+        *why = NULL;
+        a->decided = 1;
+        rc = 0;
+    } else {
+        free(a->wrong);
+        free(a->exit_note);
+        a->wrong = a->exit_note = NULL;
+        a->tool = NULL;
     }
     free(body);
     free(text);
@@ -554,9 +572,14 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
             fprintf(stderr, "%s: auditing %s::%s\n", progress, claim->suite, claim->test);
             audit_sum a;
             char *err = NULL;
-            if (audit_test(g, STEP_TEST, s->keys.seed, &lr->gpu_wait_s, binary, claim->suite,
-                           claim->test, &mine, &harness, &base, &a, &err) != 0 &&
-                a.wrong == NULL) {
+            int rc = audit_test(g, STEP_TEST, s->keys.seed, &lr->gpu_wait_s, binary,
+                                claim->suite, claim->test, &mine, &harness, &base, &a, &err);
+            /* a run that started and did not end cleanly is the student's
+             * (a claim stands only on an audit that ran to its end), unless
+             * Nsight Compute measured nothing at all (its permissions, say) */
+            int unclean = a.ran && !a.clean_exit && !proc_interrupted() &&
+                          (a.decided || (a.tool && strcmp(a.tool, "CUPTI") == 0) || a.rows > 0);
+            if (rc != 0 && a.wrong == NULL && !unclean) {
                 strlist_addf(&lr->notes, "speed audit of %s::%s not run: %s", claim->suite,
                              claim->test, err);
                 free(err);
@@ -583,6 +606,11 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
                           "positions that no earlier run could predict, the speed check found a "
                           "wrong output (an answer must not depend on knowing what comes next): "
                           "%s\n", claim->suite, claim->test, a.wrong);
+            else if (unclean)
+                sbuf_addf(&why, "%s::%s: run again for the speed audit, the speed check did not end "
+                          "cleanly (%s): a speed claim counts only when its audit runs to the "
+                          "end\n", claim->suite, claim->test,
+                          a.exit_note ? a.exit_note : "no exit status");
             else if (a.clash)
                 sbuf_addf(&why, "%s::%s: a kernel of your file has the name of a baseline or "
                           "test-harness kernel (%s): rename it, so that the grader can tell "

@@ -45,17 +45,22 @@ typedef CUpti_ActivityKernel9 kernel_record;
 #define BUFFER_BYTES ((size_t)4 << 20)
 #define CHUNK_BYTES ((size_t)60 << 10) /* one write() per chunk of whole lines */
 
-static int g_fd = -1;
+static int g_on;             /* tracing: FUSIONLAB_KTRACE named a file we could open */
+static char g_path[4096];
 static pthread_mutex_t g_write = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t g_lines;
 
 /* Whole lines only, each write() at most CHUNK_BYTES: the file is shared by
  * every process of the run (O_APPEND), and no line may be split by another
- * process's write. */
+ * process's write. The file is open only for the write: the process's own
+ * code (the student's) never finds a descriptor of it to write through. */
 static void put(const char *p, size_t n)
 {
-    ssize_t w = write(g_fd, p, n); /* short: the grader finds a trace cut short */
+    int fd = open(g_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0) return; /* the grader finds a trace cut short */
+    ssize_t w = write(fd, p, n);
     (void)w;
+    close(fd);
 }
 
 static void emit(char *chunk, size_t *len, const char *line, size_t n)
@@ -68,17 +73,21 @@ static void emit(char *chunk, size_t *len, const char *line, size_t n)
     *len += n;
 }
 
-/* "name" with every '"' doubled, cut at 3000 characters (a mangled name
- * that long is its own problem: the grader then does not know it). */
-static size_t quote_name(char *out, size_t cap, const char *name)
+/* "name" with every '"' doubled, whole (a name cut short would be nobody's
+ * kernel: the grader would count it as the baseline's); NULL when out of
+ * memory. */
+static char *quote_name(const char *name)
 {
+    const char *n = name ? name : "";
+    char *out = malloc(2 * strlen(n) + 1);
+    if (out == NULL) return NULL;
     size_t k = 0;
-    for (const char *p = name ? name : ""; *p && k + 3 < cap; ++p) {
+    for (const char *p = n; *p; ++p) {
         if (*p == '"') out[k++] = '"';
         out[k++] = *p;
     }
     out[k] = '\0';
-    return k;
+    return out;
 }
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
@@ -94,33 +103,45 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     (void)ctx;
     (void)stream;
     static char chunk[CHUNK_BYTES];
-    static char name[3072];
-    char line[3300];
+    char line[256];
     size_t len = 0;
     long pid = (long)getpid();
     pthread_mutex_lock(&g_write);
     CUpti_Activity *rec = NULL;
-    while (g_fd >= 0 && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    while (g_on && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
         if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
             rec->kind != CUPTI_ACTIVITY_KIND_KERNEL)
             continue;
         const kernel_record *k = (const kernel_record *)rec;
-        quote_name(name, sizeof name, k->name);
-        int n;
-        if (k->start == 0 || k->end < k->start)
-            n = snprintf(line, sizeof line, "\"#incomplete\",\"%ld\",\"%s\",\"\"\n", pid, name);
+        char *name = quote_name(k->name);
+        size_t cap = (name ? strlen(name) : 0) + 128;
+        char *text = malloc(cap);
+        int n = -1;
+        if (name == NULL || text == NULL)
+            n = snprintf(line, sizeof line, "\"#incomplete\",\"%ld\",\"(out of memory)\",\"\"\n",
+                         pid);
+        else if (k->start == 0 || k->end < k->start)
+            n = snprintf(text, cap, "\"#incomplete\",\"%ld\",\"%s\",\"\"\n", pid, name);
         else
-            n = snprintf(line, sizeof line, "\"%" PRIu64 "\",\"%ld\",\"%s\",\"%" PRIu64 "\"\n",
-                         ++g_lines, pid, name, k->end - k->start);
-        if (n > 0 && (size_t)n < sizeof line) emit(chunk, &len, line, (size_t)n);
+            n = snprintf(text, cap, "\"%" PRIu64 "\",\"%ld\",\"%s\",\"%" PRIu64 "\"\n", ++g_lines,
+                         pid, name, k->end - k->start);
+        const char *out = name && text ? text : line;
+        if (n > 0 && (size_t)n <= CHUNK_BYTES) emit(chunk, &len, out, (size_t)n);
+        else if (n > 0) { /* longer than a chunk: on its own */
+            if (len) put(chunk, len);
+            len = 0;
+            put(out, (size_t)n);
+        }
+        free(name);
+        free(text);
     }
     size_t dropped = 0;
-    if (g_fd >= 0 && cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS &&
+    if (g_on && cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS &&
         dropped > 0) {
         int n = snprintf(line, sizeof line, "\"#dropped\",\"%ld\",\"%zu\",\"\"\n", pid, dropped);
         if (n > 0) emit(chunk, &len, line, (size_t)n);
     }
-    if (len && g_fd >= 0) put(chunk, len);
+    if (len && g_on) put(chunk, len);
     pthread_mutex_unlock(&g_write);
     (void)size;
     free(buffer);
@@ -128,7 +149,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 
 static void flush_all(void)
 {
-    if (g_fd >= 0) (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (g_on) (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 
 /* At exit: the last records, then "#end" with the count of kernel lines
@@ -136,7 +157,7 @@ static void flush_all(void)
 static void at_exit(void)
 {
     flush_all();
-    if (g_fd < 0) return;
+    if (!g_on) return;
     char line[96];
     pthread_mutex_lock(&g_write);
     int n = snprintf(line, sizeof line, "\"#end\",\"%ld\",\"%" PRIu64 "\",\"\"\n",
@@ -163,19 +184,23 @@ int InitializeInjection(void)
     if (done++) return 1;
     const char *path = getenv("FUSIONLAB_KTRACE");
     if (path == NULL || path[0] == '\0') return 1;
-    g_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-    if (g_fd < 0) {
+    int fd = strlen(path) < sizeof g_path ? open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+                                                 0600)
+                                          : -1;
+    if (fd < 0) {
         fprintf(stderr, "fusion-lab kernel trace: cannot open %s\n", path);
         return 1;
     }
+    close(fd);
+    snprintf(g_path, sizeof g_path, "%s", path);
+    g_on = 1;
     CUpti_SubscriberHandle sub;
     if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS ||
         cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) {
         const char *what = "";
         cuptiGetResultString(cuptiGetLastError(), &what);
         fprintf(stderr, "fusion-lab kernel trace: CUPTI would not trace kernels (%s)\n", what);
-        close(g_fd);
-        g_fd = -1;
+        g_on = 0;
         return 1;
     }
     if (cuptiSubscribe(&sub, on_resource, NULL) == CUPTI_SUCCESS)
