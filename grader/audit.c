@@ -71,7 +71,18 @@ static void kernels_of(grader *g, char *const *files, int n, int sandboxed, strs
      * parameter types again: match by prefix */
     for (int i = 0; i < defs.n; ++i) {
         const char *kname = defs.v[i];
-        if (kname[0] != '_') continue;
+        if (kname[0] != '_') {
+            /* an extern "C" kernel: its host symbol and its name on the GPU
+             * are the plain name, its stub's tail Z<n>name and the types */
+            char *tail = xasprintf("Z%zu%s", strlen(kname), kname);
+            for (size_t j = 0; j < stubs.n; ++j)
+                if (starts_with(stubs.v[j], tail)) {
+                    strset_add(out, kname);
+                    break;
+                }
+            free(tail);
+            continue;
+        }
         /* a static kernel's host symbol is _ZL<n>name, its stub's tail and
          * its name on the GPU (what ncu reports) _Z<n>name */
         char *dev = starts_with(kname, "_ZL") ? xasprintf("_Z%s", kname + 3) : xstrdup(kname);

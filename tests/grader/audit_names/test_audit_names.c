@@ -3,6 +3,7 @@
  * compiled (no GPU needed).
  *
  *   test_audit_names HARNESS_LIB... -- STATIC_GRID_STRIDE.o STATIC_HARNESS_NAME.o
+ *                    EXTERN_C_KERNEL.o
  *
  * - a correct file whose kernel is static (host symbol _ZL..., name on the GPU
  *   _Z...) is the student's: Nsight Compute's rows of it count as theirs;
@@ -10,6 +11,8 @@
  *   kernel is the student's too, it is never left out of the profile by the
  *   harness filter, and its rows make the audit see a name clash (the claim
  *   fails with "rename it");
+ * - a kernel with C linkage (extern "C": its name on the GPU is the plain
+ *   name) is the student's too, not the baseline's;
  * - the kernel trace (grader/ktrace.c) is taken only whole: every process
  *   that wrote kernel lines ended with an "#end" line counting them, and no
  *   record was dropped or left without its times.
@@ -35,8 +38,9 @@ int main(int argc, char **argv)
 {
     int sep = 1;
     while (sep < argc && strcmp(argv[sep], "--") != 0) ++sep;
-    if (sep + 2 >= argc) {
-        fprintf(stderr, "usage: %s HARNESS_LIB... -- GRID_STRIDE.o HARNESS_NAME.o\n", argv[0]);
+    if (sep + 3 >= argc) {
+        fprintf(stderr, "usage: %s HARNESS_LIB... -- GRID_STRIDE.o HARNESS_NAME.o EXTERN_C.o\n",
+                argv[0]);
         return 2;
     }
     grader g;
@@ -80,6 +84,20 @@ int main(int argc, char **argv)
     free(a.clash);
     strlist_free(&a.seen);
     strset_free(&mine);
+
+    /* C linkage: the trace and ncu name the kernel add_c_linkage */
+    kernels_of(&g, &argv[sep + 3], 1, 0, &mine);
+    EXPECT(strset_has(&mine, "add_c_linkage") && !strset_has(&mine, "launch_c_linkage"),
+           "an extern \"C\" kernel is not taken for the student's (or its launcher is)");
+    memset(&a, 0, sizeof a);
+    sum_csv("\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\"\n"
+            "\"1\",\"add_c_linkage\",\"20\"\n\"2\",\"_Z13ew_add_kernelPKfS0_Pfm\",\"60\"\n",
+            &mine, &harness, &base, &a);
+    EXPECT(a.student_n == 1 && a.baseline_n == 1, "extern \"C\" kernel: student %d, baseline %d",
+           a.student_n, a.baseline_n);
+    free(a.clash);
+    strlist_free(&a.seen);
+    strset_free(&mine);
     strset_free(&harness);
 
     /* the kernel trace: what the grader reads (its header, then the lines
@@ -112,6 +130,7 @@ int main(int argc, char **argv)
     }
     if (failures == 0)
         printf("PASS: a static kernel is the student's; one named like a harness kernel stays in "
-               "the profile and is a name clash; a kernel trace is taken only whole\n");
+               "the profile and is a name clash; an extern \"C\" kernel is the student's; a kernel trace "
+               "is taken only whole\n");
     return failures ? 1 : 0;
 }
