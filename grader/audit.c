@@ -506,6 +506,7 @@ void audit_reference(grader *g, const lesson_info *li)
         double best = 0;
         char *fault = NULL;
         const char *tool = NULL;
+        int base_n = 0; /* the baseline's kernels in the runs; -1 when the two differ */
         for (int run = 0; run < 2 && !proc_interrupted(); ++run) {
             fprintf(stderr, "== reference: lesson %s, worked solution, %s::%s, speed audit (%d of "
                     "2)\n", li->number, r->suite, r->test, run + 1);
@@ -525,6 +526,7 @@ void audit_reference(grader *g, const lesson_info *li)
                 double m = a.baseline_ns / a.student_ns;
                 if (m > best) best = m;
                 tool = a.tool;
+                base_n = base_n == 0 ? a.baseline_n : base_n == a.baseline_n ? base_n : -1;
             } else if (fault == NULL && rc == 0 && tool && a.tool && strcmp(tool, a.tool) != 0) {
                 fault = xasprintf("its two runs were measured by two tools, %s and %s", tool,
                                   a.tool);
@@ -541,6 +543,11 @@ void audit_reference(grader *g, const lesson_info *li)
         if (best > 0 && fault == NULL) {
             r->audit_speedup = best;
             snprintf(r->audit_tool, sizeof r->audit_tool, "%s", tool);
+            r->audit_baseline_n = base_n > 0 ? base_n : 0;
+            if (base_n < 0)
+                strlist_addf(&g->reference_notes, "lesson %s %s::%s: the baseline launched a "
+                             "different number of kernels in the two audited runs: a "
+                             "student's count is not checked", li->number, r->suite, r->test);
             strlist_addf(&g->reference_notes, "lesson %s %s::%s: the speed audit (%s) measures "
                          "the worked solution at %.2fx, its claim %.2fx", li->number, r->suite,
                          r->test, tool, r->audit_speedup, r->speedup);
@@ -608,6 +615,19 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
              * an honest kernel's distance from the audit's figure */
             int other = 0;
             double honest = honest_factor(g, li->number, claim->suite, claim->test, tool, &other);
+            /* every kernel neither the file's nor the harness's is counted as the
+             * baseline's: the baseline launches as many as in the worked
+             * solution's audited run on this GPU, or a kernel of the student's
+             * went uncounted as theirs (loaded at run time, or named like a
+             * baseline kernel) */
+            int want_n = 0;
+            for (int i = 0; i < g->reference.n; ++i) {
+                const speed_rec *rr = &g->reference.v[i];
+                if (strcmp(rr->lesson, li->number) == 0 && strcmp(rr->suite, claim->suite) == 0 &&
+                    strcmp(rr->test, claim->test) == 0 && !other &&
+                    strcmp(rr->audit_tool, tool) == 0)
+                    want_n = rr->audit_baseline_n;
+            }
             if (other)
                 strlist_addf(&lr->notes, "speed audit %s::%s: the worked solution was audited "
                              "with another tool than %s here: the claim is held to the slack "
@@ -622,6 +642,13 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
                           "cleanly (%s): a speed claim counts only when its audit runs to the "
                           "end\n", claim->suite, claim->test,
                           a.exit_note ? a.exit_note : "no exit status");
+            else if (want_n > 0 && a.student_n > 0 && a.baseline_n != want_n)
+                sbuf_addf(&why, "%s::%s: %d kernels of the audited run were neither your file's "
+                          "nor the test harness's, and the baseline launches %d (the worked "
+                          "solution's audited run on this GPU): every kernel your code runs must "
+                          "be one your file defines (%s counts a kernel loaded at run time, or "
+                          "one named like a baseline kernel, as the baseline's)\n", claim->suite,
+                          claim->test, a.baseline_n, want_n, tool);
             else if (a.clash)
                 sbuf_addf(&why, "%s::%s: a kernel of your file has the name of a baseline or "
                           "test-harness kernel (%s): rename it, so that the grader can tell "

@@ -20,6 +20,8 @@ typedef struct {
     double audit_speedup; /* reference records: the worked solution's speedup as
                              the speed audit measures it, or 0 */
     char audit_tool[16];  /* ... and what measured it: "CUPTI" or "Nsight Compute" */
+    int audit_baseline_n; /* ... and how many kernels of that run were the baseline's
+                             (the same in both of its audited runs), or 0 */
 } speed_rec;
 
 typedef struct {

@@ -417,6 +417,7 @@ static cJSON *reference_entry(const grader *g, const char *num, int note0)
         cJSON_AddBoolToObject(o, "passed", r->passed);
         cJSON_AddNumberToObject(o, "audit_speedup", r->audit_speedup);
         cJSON_AddStringToObject(o, "audit_tool", r->audit_tool);
+        cJSON_AddNumberToObject(o, "audit_baseline_n", r->audit_baseline_n);
         cJSON_AddItemToArray(recs, o);
     }
     cJSON *notes = cJSON_AddArrayToObject(les, "notes");

@@ -193,6 +193,10 @@ int speed_rec_from_json(const cJSON *o, int need_label, speed_rec *r)
     NUM(min_pct);
     NUM(audit_speedup);
 #undef NUM
+    const cJSON *bn = cJSON_GetObjectItemCaseSensitive(o, "audit_baseline_n");
+    r->audit_baseline_n = cJSON_IsNumber(bn) && bn->valuedouble >= 0 && bn->valuedouble < 1e9
+                              ? (int)bn->valuedouble
+                              : 0;
     const cJSON *tool = cJSON_GetObjectItemCaseSensitive(o, "audit_tool");
     if (cJSON_IsString(tool)) snprintf(r->audit_tool, sizeof r->audit_tool, "%s", tool->valuestring);
     r->passed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "passed"));
