@@ -15,8 +15,7 @@
  *                                  LAYERNORM_MAX_COLS)
  *   B_counters::*    part B: the models against the GPU's DRAM counters (ncu),
  *                    within 10% at sizes far beyond L2 (the row count drawn from
- *                    fl_seed); skipped with the reason where counters cannot be read;
- *                    one ncu run measures the eight launchers for every case of a run
+ *                    fl_seed); skipped with the reason where counters cannot be read
  *   C_transpose::correct           the tiled transpose at 6 fixed shapes, bitwise
  *   C_transpose::drawn_shapes      6 shapes drawn from fl_seed: one row, one column,
  *                                  tall and thin, wide and flat, sides that are not
@@ -32,8 +31,6 @@
  *   speed::*         part C: tiled vs naive transpose; every run gets inputs freshly
  *                    drawn on the GPU and is checked on sampled rows
  */
-#define _XOPEN_SOURCE 700 /* flock, pread, kill: the counters file of B_counters */
-#define _DEFAULT_SOURCE
 #include "fl_test.h"
 #include "thresholds.h"
 #include "data.h"
@@ -44,18 +41,11 @@
 #include "traffic.h"
 #include "transpose_reference.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <time.h>
-#include <unistd.h>
 
 TestSuite(A_count, .timeout = 10);
 TestSuite(B_counters, .timeout = 180);
@@ -447,23 +437,21 @@ typedef struct {
     char kernel[32];    /* course_kernels.h name */
     int model;          /* index into kModels */
     size_t rows, cols;  /* filled in for this run: see below */
-    char run[48];       /* this run's token (the runner's pid and clock): see below */
 } counter_case;
 
 /* Sizes far beyond any L2 (hundreds of MiB per array), so the few MiB of
  * write-back still in L2 when a kernel ends are under 10% of the total
  * (thresholds.h). cols 1 marks lesson 01's launchers, sized n. */
 static counter_case kCounterCases[] = {
-    {"elementwise_unfused", 0, 0, 1, ""},
-    {"elementwise_fused", 1, 0, 1, ""},
-    {"softmax_unfused", 2, 0, L04_COUNTER_COLS, ""},
-    {"softmax_fused", 3, 0, L04_COUNTER_COLS, ""},
-    {"layernorm_fwd_unfused", 5, 0, L04_COUNTER_COLS, ""},
-    {"layernorm_fwd_fused", 6, 0, L04_COUNTER_COLS, ""},
-    {"layernorm_bwd_unfused", 7, 0, L04_COUNTER_COLS, ""},
-    {"layernorm_bwd_fused", 8, 0, L04_COUNTER_COLS, ""},
+    {"elementwise_unfused", 0, 0, 1},
+    {"elementwise_fused", 1, 0, 1},
+    {"softmax_unfused", 2, 0, L04_COUNTER_COLS},
+    {"softmax_fused", 3, 0, L04_COUNTER_COLS},
+    {"layernorm_fwd_unfused", 5, 0, L04_COUNTER_COLS},
+    {"layernorm_fwd_fused", 6, 0, L04_COUNTER_COLS},
+    {"layernorm_bwd_unfused", 7, 0, L04_COUNTER_COLS},
+    {"layernorm_bwd_fused", 8, 0, L04_COUNTER_COLS},
 };
-#define N_COUNTER_CASES (sizeof kCounterCases / sizeof kCounterCases[0])
 
 /* The row count comes from fl_seed: L04_COUNTER_ROWS_MIN to _MAX in steps of
  * 128 (one draw per run, shared by every launcher); lesson 01's launchers move
@@ -473,127 +461,10 @@ ParameterizedTestParameters(B_counters, model_matches_dram)
     fl_rng g = fl_rng_make(fl_seed(0x04B0));
     size_t steps = (L04_COUNTER_ROWS_MAX - L04_COUNTER_ROWS_MIN) / 128;
     size_t rows = L04_COUNTER_ROWS_MIN + 128 * draw_in(&g, 0, steps);
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    for (size_t i = 0; i < N_COUNTER_CASES; ++i) {
+    for (size_t i = 0; i < sizeof kCounterCases / sizeof kCounterCases[0]; ++i)
         kCounterCases[i].rows = kCounterCases[i].cols == 1 ? rows * L04_COUNTER_COLS : rows;
-        snprintf(kCounterCases[i].run, sizeof kCounterCases[i].run, "%ld-%lld%09ld",
-                 (long)getpid(), (long long)t.tv_sec, t.tv_nsec);
-    }
-    return FL_PARAMS(counter_case, kCounterCases, N_COUNTER_CASES);
-}
-
-/* One ncu run for every launcher of a run. Each case is a process of its
- * own, and Nsight Compute takes seconds to start: the first case of a run
- * to get here measures all of kCounterCases at this run's size in one ncu
- * run (counters_measure_each) and leaves the figures in a file named by
- * the run's token, which the run's other cases read (each under flock; the
- * last one removes it, and files of runs whose runner has ended are removed
- * too). When that run fails for another reason than counters that cannot
- * be read, each case measures itself, as one ncu run per case did before.
- * The file holds what ncu measured of the course's kernels, nothing of the
- * file under test. */
-static void sweep_runs(const char *dir, const char *self)
-{
-    DIR *d = opendir(dir);
-    if (d == NULL) return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        const char *tail = e->d_name + strlen("fusionlab-counters-");
-        if (strncmp(e->d_name, "fusionlab-counters-", strlen("fusionlab-counters-")) != 0 ||
-            strcmp(tail, self) == 0)
-            continue;
-        long pid = strtol(tail, NULL, 10);
-        if (pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
-            char path[1024];
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            unlink(path);
-        }
-    }
-    closedir(d);
-}
-
-/* "readers N\n" then, per case, "rc read write nkernels\n", or one line
- * "fail rc why". */
-static void counters_file_write(int fd, int readers, int rc, const counters_result *res,
-                                const char *why)
-{
-    char buf[8192];
-    int at = snprintf(buf, sizeof buf, "readers %d\n", readers);
-    if (rc != 0)
-        at += snprintf(buf + at, sizeof buf - (size_t)at, "fail %d %s\n", rc, why);
-    else
-        for (size_t i = 0; i < N_COUNTER_CASES; ++i)
-            at += snprintf(buf + at, sizeof buf - (size_t)at, "0 %.17g %.17g %d\n", res[i].read,
-                           res[i].write, res[i].nkernels);
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, buf, (size_t)at, 0) != at)
-        fprintf(stderr, "B_counters: could not write the run's counters file\n");
-}
-
-static int measure_counters(const counter_case *c, counters_result *meas, char *why,
-                            size_t len)
-{
-    int self = -1;
-    for (size_t i = 0; i < N_COUNTER_CASES; ++i)
-        if (strcmp(kCounterCases[i].kernel, c->kernel) == 0) self = (int)i;
-    const char *dir = getenv("TMPDIR");
-    if (dir == NULL || dir[0] == '\0') dir = "/tmp";
-    char path[1024];
-    snprintf(path, sizeof path, "%s/fusionlab-counters-%s", dir, c->run);
-    int fd = self >= 0 && c->run[0] ? open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
-    if (fd >= 0 && flock(fd, LOCK_EX) != 0) {
-        close(fd);
-        fd = -1;
-    }
-    if (fd < 0) return counters_measure(c->kernel, c->rows, c->cols, meas, why, len);
-
-    char text[8192];
-    ssize_t got = pread(fd, text, sizeof text - 1, 0);
-    text[got > 0 ? got : 0] = '\0';
-    int readers = 0, rc = 0;
-    counters_result res[N_COUNTER_CASES];
-    memset(res, 0, sizeof res);
-    char fail[1024] = "";
-    if (got <= 0) { /* the first case of the run: measure them all */
-        sweep_runs(dir, c->run);
-        /* this case's size gives the run's row count (one draw for all) */
-        size_t rows = kCounterCases[self].cols == 1 ? c->rows / L04_COUNTER_COLS : c->rows;
-        counters_request req[N_COUNTER_CASES];
-        for (size_t i = 0; i < N_COUNTER_CASES; ++i) {
-            req[i].launcher = kCounterCases[i].kernel;
-            req[i].cols = kCounterCases[i].cols;
-            req[i].rows = kCounterCases[i].cols == 1 ? rows * L04_COUNTER_COLS : rows;
-        }
-        rc = counters_measure_each(req, (int)N_COUNTER_CASES, res, fail, sizeof fail);
-        for (char *p = fail; *p; ++p)
-            if (*p == '\n') *p = ' ';
-    } else {
-        char *save = NULL, *line = strtok_r(text, "\n", &save);
-        if (line == NULL || sscanf(line, "readers %d", &readers) != 1) rc = -3;
-        line = rc == 0 ? strtok_r(NULL, "\n", &save) : NULL;
-        if (line && strncmp(line, "fail ", 5) == 0) {
-            char *end = NULL;
-            rc = (int)strtol(line + 5, &end, 10);
-            snprintf(fail, sizeof fail, "%s", end && *end ? end + 1 : "");
-        }
-        for (size_t i = 0; rc == 0 && i < N_COUNTER_CASES; ++i, line = strtok_r(NULL, "\n", &save))
-            if (line == NULL || sscanf(line, "0 %lg %lg %d", &res[i].read, &res[i].write,
-                                       &res[i].nkernels) != 3)
-                rc = -3;
-    }
-    if (rc != -3) {
-        counters_file_write(fd, readers + 1, rc, res, fail);
-        if (readers + 1 >= (int)N_COUNTER_CASES) unlink(path);
-    }
-    close(fd); /* (lets go of the lock) */
-    if (rc == -1) { /* counters cannot be read here: every case says so */
-        snprintf(why, len, "%s", fail);
-        return -1;
-    }
-    if (rc != 0) /* the run's measurement failed: this case on its own */
-        return counters_measure(c->kernel, c->rows, c->cols, meas, why, len);
-    *meas = res[self];
-    return 0;
+    return FL_PARAMS(counter_case, kCounterCases,
+                               sizeof kCounterCases / sizeof kCounterCases[0]);
 }
 
 ParameterizedTest(counter_case *c, B_counters, model_matches_dram)
@@ -601,7 +472,7 @@ ParameterizedTest(counter_case *c, B_counters, model_matches_dram)
     FL_REQUIRE_GPU();
     counters_result meas;
     char why[1024];
-    int rc = measure_counters(c, &meas, why, sizeof why);
+    int rc = counters_measure(c->kernel, c->rows, c->cols, &meas, why, sizeof why);
     if (rc == -1) cr_skip_test("%s", why);
     cr_assert(rc == 0, "%s: %s", c->kernel, why);
     const model_case *m = &kModels[c->model];

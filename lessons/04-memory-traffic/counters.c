@@ -85,21 +85,11 @@ static double parse_value(const char *v, const char *unit)
     return x;
 }
 
-/* The rows of process `pid` only (NULL: every row); with `pids`, also the
- * processes in the order they first appear (at most `max`, their count in
- * *npids). */
-static int parse_rows(const char *text, const char *pid, counters_result *out, char *why,
-                      size_t len, char (*pids)[24], int max, int *npids)
+int counters_parse_csv(const char *text, counters_result *out, char *why, size_t len)
 {
     memset(out, 0, sizeof *out);
-    if (npids) *npids = 0;
     char *copy = strdup(text), *save = NULL;
-    if (copy == NULL) {
-        snprintf(why, len, "out of memory reading ncu's output");
-        return -1;
-    }
     int col_id = -1, col_kernel = -1, col_metric = -1, col_unit = -1, col_value = -1;
-    int col_pid = -1;
     char last_id[32] = "";
     for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         if (line[0] != '"') continue; /* ==PROF== lines and program output */
@@ -108,7 +98,6 @@ static int parse_rows(const char *text, const char *pid, counters_result *out, c
         if (col_metric < 0) {
             for (int i = 0; i < nf; ++i) {
                 if (!strcmp(f[i], "ID")) col_id = i;
-                else if (!strcmp(f[i], "Process ID")) col_pid = i;
                 else if (!strcmp(f[i], "Kernel Name")) col_kernel = i;
                 else if (!strcmp(f[i], "Metric Name")) col_metric = i;
                 else if (!strcmp(f[i], "Metric Unit")) col_unit = i;
@@ -117,17 +106,6 @@ static int parse_rows(const char *text, const char *pid, counters_result *out, c
             continue;
         }
         if (col_id < 0 || col_kernel < 0 || col_value < 0 || nf <= col_value) continue;
-        if ((pid || pids) && (col_pid < 0 || nf <= col_pid)) {
-            free(copy);
-            snprintf(why, len, "ncu's CSV names no process");
-            return -1;
-        }
-        if (pids) {
-            int seen = 0;
-            for (int i = 0; i < *npids && !seen; ++i) seen = !strcmp(pids[i], f[col_pid]);
-            if (!seen && *npids < max) snprintf(pids[(*npids)++], 24, "%s", f[col_pid]);
-        }
-        if (pid && strcmp(f[col_pid], pid) != 0) continue;
         int is_read = !strcmp(f[col_metric], "dram__bytes_read.sum");
         int is_write = !strcmp(f[col_metric], "dram__bytes_write.sum");
         if (!is_read && !is_write) continue;
@@ -155,18 +133,9 @@ static int parse_rows(const char *text, const char *pid, counters_result *out, c
     return 0;
 }
 
-int counters_parse_csv(const char *text, counters_result *out, char *why, size_t len)
+int counters_measure(const char *launcher, size_t rows, size_t cols, counters_result *out,
+                     char *why, size_t len)
 {
-    return parse_rows(text, NULL, out, why, len, NULL, 0, NULL);
-}
-
-/* ncu over the probe with `args` (already quoted): its output in *text
- * (caller frees) and its exit status in *status; 0, or -1 / -2 as
- * counters_measure. */
-static int run_probe(const char *args, char **text_out, int *status_out, char *why, size_t len)
-{
-    *text_out = NULL;
-    *status_out = -1;
     char ncu[1024];
     if (counters_find_ncu(ncu, sizeof ncu) != 0) {
         snprintf(why, len,
@@ -183,17 +152,12 @@ static int run_probe(const char *args, char **text_out, int *status_out, char *w
     /* ncu runs in a session of its own (setsid, where there is one) with no
      * terminal input: it then cannot signal or stop the process group of
      * whoever called us (a test runner, say). */
-    size_t clen = strlen(args) + 4096;
-    char *cmd = malloc(clen);
-    if (cmd == NULL) {
-        snprintf(why, len, "out of memory");
-        return -2;
-    }
-    snprintf(cmd, clen,
-             "exec $(command -v setsid) '%s' --csv --print-units base --target-processes all "
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "exec $(command -v setsid) '%s' --csv --print-units base "
              "--metrics dram__bytes_read.sum,dram__bytes_write.sum "
-             "'%s' %s </dev/null 2>&1",
-             ncu, PROBE_PATH, args);
+             "'%s' --run %s --rows %zu --cols %zu </dev/null 2>&1",
+             ncu, PROBE_PATH, launcher, rows, cols);
     /* A test runner may watch its own children with a SIGCHLD handler (the
      * test framework's sandbox does, and dies when ncu exits): while ncu
      * runs, children are ours, with the default disposition. */
@@ -203,7 +167,6 @@ static int run_probe(const char *args, char **text_out, int *status_out, char *w
     sigemptyset(&dfl.sa_mask);
     sigaction(SIGCHLD, &dfl, &saved);
     FILE *p = popen(cmd, "r");
-    free(cmd);
     if (!p) {
         sigaction(SIGCHLD, &saved, NULL);
         snprintf(why, len, "could not start ncu");
@@ -227,87 +190,20 @@ static int run_probe(const char *args, char **text_out, int *status_out, char *w
         return -2;
     }
     text[used] = '\0';
+    int rc = 0;
     if (strstr(text, "ERR_NVGPUCTRPERM")) {
         snprintf(why, len,
                  "ncu may not read the GPU's performance counters here (ERR_NVGPUCTRPERM). "
                  "Run as root, or allow all users: put 'options nvidia "
                  "NVreg_RestrictProfilingToAdminUsers=0' in /etc/modprobe.d/ and reboot "
                  "(see developer.nvidia.com/ERR_NVGPUCTRPERM). Falling back to timing only.");
-        free(text);
-        return -1;
-    }
-    *text_out = text;
-    *status_out = status;
-    return 0;
-}
-
-int counters_measure(const char *launcher, size_t rows, size_t cols, counters_result *out,
-                     char *why, size_t len)
-{
-    char args[256];
-    snprintf(args, sizeof args, "--run %s --rows %zu --cols %zu", launcher, rows, cols);
-    char *text = NULL;
-    int status;
-    int rc = run_probe(args, &text, &status, why, len);
-    if (rc != 0) return rc;
-    if (counters_parse_csv(text, out, why, len) != 0) {
+        rc = -1;
+    } else if (counters_parse_csv(text, out, why, len) != 0) {
         const char *e = strstr(text, "==ERROR==");
         snprintf(why, len, "ncu gave no counters (exit status %d)%s%.300s", status,
                  e ? ": " : "", e ? e : "");
         rc = -2;
     }
-    free(text);
-    return rc;
-}
-
-int counters_measure_each(const counters_request *req, int n, counters_result *out,
-                          char *why, size_t len)
-{
-    if (n <= 0 || n > COUNTERS_MAX_EACH) {
-        snprintf(why, len, "counters_measure_each: 1 to %d launchers, not %d", COUNTERS_MAX_EACH,
-                 n);
-        return -2;
-    }
-    size_t cap = 16 + (size_t)n * 96;
-    char *args = malloc(cap);
-    if (args == NULL) {
-        snprintf(why, len, "out of memory");
-        return -2;
-    }
-    size_t at = (size_t)snprintf(args, cap, "--each");
-    for (int i = 0; i < n; ++i) {
-        for (const char *c = req[i].launcher; *c; ++c)
-            if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_')) {
-                free(args);
-                snprintf(why, len, "not a launcher's name: %s", req[i].launcher);
-                return -2;
-            }
-        at += (size_t)snprintf(args + at, cap - at, " %s:%zu:%zu", req[i].launcher, req[i].rows,
-                               req[i].cols);
-    }
-    char *text = NULL;
-    int status;
-    int rc = run_probe(args, &text, &status, why, len);
-    free(args);
-    if (rc != 0) return rc;
-    if (status != 0) { /* a launcher's process failed: its rows are not the whole launch */
-        const char *e = strstr(text, "==ERROR==");
-        snprintf(why, len, "ncu or the probe failed (exit status %d)%s%.300s", status,
-                 e ? ": " : "", e ? e : "");
-        free(text);
-        return -2;
-    }
-    /* the probe ran the launchers one process after another, in order */
-    char pids[COUNTERS_MAX_EACH][24];
-    int npids = 0;
-    counters_result all;
-    rc = parse_rows(text, NULL, &all, why, len, pids, COUNTERS_MAX_EACH, &npids) == 0 ? 0 : -2;
-    if (rc == 0 && npids != n) {
-        snprintf(why, len, "ncu profiled %d processes for %d launchers", npids, n);
-        rc = -2;
-    }
-    for (int i = 0; rc == 0 && i < n; ++i)
-        if (parse_rows(text, pids[i], &out[i], why, len, NULL, 0, NULL) != 0) rc = -2;
     free(text);
     return rc;
 }

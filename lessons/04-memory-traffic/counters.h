@@ -3,8 +3,7 @@
  *
  * counters_measure() runs the probe program (probe.c) under
  *   ncu --csv --print-units base --metrics dram__bytes_read.sum,dram__bytes_write.sum
- * for one launcher and sums what every kernel of that launch read and wrote;
- * counters_measure_each() does the same for several launchers in one run.
+ * for one launcher and sums what every kernel of that launch read and wrote.
  * Where ncu is missing or may not read the counters (ERR_NVGPUCTRPERM), it
  * fails with the reason and what to do about it in `why`.
  */
@@ -35,21 +34,6 @@ EXTERN_C int counters_find_ncu(char *buf, size_t len);
  * reason in why (the probe or ncu failed otherwise). */
 EXTERN_C int counters_measure(const char *launcher, size_t rows, size_t cols,
                               counters_result *out, char *why, size_t len);
-
-/* One launcher at a size, for counters_measure_each(). */
-typedef struct {
-    const char *launcher;
-    size_t rows, cols;
-} counters_request;
-
-#define COUNTERS_MAX_EACH 32
-
-/* Measure n launchers (at most COUNTERS_MAX_EACH) in one ncu run (the probe
- * runs each in a process of its own, one after another; ncu starts once
- * instead of n times): out[i] for req[i]. 0, or -1 / -2 with why as
- * counters_measure (then nothing in out is meant). */
-EXTERN_C int counters_measure_each(const counters_request *req, int n,
-                                   counters_result *out, char *why, size_t len);
 
 /* Parse ncu's CSV text (exposed for the CPU tests). 0, or -1 with why. */
 EXTERN_C int counters_parse_csv(const char *text, counters_result *out,
