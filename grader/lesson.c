@@ -349,7 +349,7 @@ void run_reference(grader *g, const lesson_info *li, const rubric_lesson *rl)
 
 /* ---- one reference per GPU, shared by the workers on it --------------------- */
 
-#define REFERENCE_FORMAT "fusion-lab reference 1"
+#define REFERENCE_FORMAT "fusion-lab reference 2" /* 2: audit_tool, audit_baseline_n */
 
 /* Add lesson `num`'s records and notes in `les` (the shared file's entry) to
  * g's reference. 0, or -1 when the entry is not one this grader wrote. */
