@@ -67,31 +67,47 @@ static void kernels_of(grader *g, char *const *files, int n, int sandboxed, strs
         if (starts_with(name, "_Z") && st) strset_add(&stubs, st + strlen("__device_stub__"));
         else if (type[0] == 'T' || type[0] == 't') strlist_add(&defs, name);
     }
-    /* a stub's tail is the kernel's name (less its "_") and then the
-     * parameter types again: match by prefix */
+    /* a stub's tail is the kernel's name on the GPU (less a leading "_")
+     * and then the parameter types again: match by prefix. The name on the
+     * GPU is the host symbol with every internal-linkage mark dropped (a
+     * static kernel's _ZL5scale..., or _ZN3labL5scale... in a namespace, is
+     * _Z5scale..., _ZN3lab5scale... there); a kernel with C linkage
+     * (extern "C", any name, "_uk" too) has the plain name, its stub's tail
+     * Z<n>name. A host symbol may match more than one way: every way is
+     * tried. */
     for (int i = 0; i < defs.n; ++i) {
         const char *kname = defs.v[i];
-        if (kname[0] != '_') {
-            /* an extern "C" kernel: its host symbol and its name on the GPU
-             * are the plain name, its stub's tail Z<n>name and the types */
-            char *tail = xasprintf("Z%zu%s", strlen(kname), kname);
+        char *cand[3] = {NULL, NULL, NULL}; /* name on the GPU, its stub's tail prefix */
+        char *pre[3] = {NULL, NULL, NULL};
+        int nc = 0;
+        if (starts_with(kname, "_Z")) {
+            cand[nc] = xstrdup(kname);
+            pre[nc] = xstrdup(kname + 1);
+            ++nc;
+            sbuf d = {0};
+            for (const char *c = kname; *c; ++c)
+                if (!(c - kname >= 2 && *c == 'L' && c[1] >= '0' && c[1] <= '9'))
+                    sbuf_addn(&d, c, 1);
+            if (strcmp(sbuf_str(&d), kname) != 0) {
+                cand[nc] = sbuf_take(&d);
+                pre[nc] = xstrdup(cand[nc] + 1);
+                ++nc;
+            } else {
+                sbuf_free(&d);
+            }
+        }
+        cand[nc] = xstrdup(kname);
+        pre[nc] = xasprintf("Z%zu%s", strlen(kname), kname);
+        ++nc;
+        for (int c = 0; c < nc; ++c) {
             for (size_t j = 0; j < stubs.n; ++j)
-                if (starts_with(stubs.v[j], tail)) {
-                    strset_add(out, kname);
+                if (starts_with(stubs.v[j], pre[c])) {
+                    strset_add(out, cand[c]);
                     break;
                 }
-            free(tail);
-            continue;
+            free(cand[c]);
+            free(pre[c]);
         }
-        /* a static kernel's host symbol is _ZL<n>name, its stub's tail and
-         * its name on the GPU (what ncu reports) _Z<n>name */
-        char *dev = starts_with(kname, "_ZL") ? xasprintf("_Z%s", kname + 3) : xstrdup(kname);
-        for (size_t j = 0; j < stubs.n; ++j)
-            if (starts_with(stubs.v[j], dev + 1)) {
-                strset_add(out, dev);
-                break;
-            }
-        free(dev);
     }
     strset_free(&stubs);
     strlist_free(&defs);
@@ -128,7 +144,7 @@ static void csv_fields(const char *line, strlist *out)
 
 typedef struct {
     double student_ns, baseline_ns;
-    int student_n, baseline_n, rows;
+    int student_n, baseline_n, harness_n, rows;
     int clean_exit; /* the profiled program exited 0, in time */
     char *exit_note; /* when not: how it ended, and its output's last lines */
     char *clash;   /* a student kernel named like a baseline one */
@@ -186,6 +202,8 @@ static void sum_csv(const char *csv, strset *mine, strset *harness, strset *base
                 } else if (!strset_has(harness, name)) {
                     a->baseline_ns += t;
                     a->baseline_n++;
+                } else {
+                    a->harness_n++;
                 }
             }
         }
@@ -507,6 +525,7 @@ void audit_reference(grader *g, const lesson_info *li)
         char *fault = NULL;
         const char *tool = NULL;
         int base_n = 0; /* the baseline's kernels in the runs; -1 when the two differ */
+        int harn_n = 0; /* ... and the harness's */
         for (int run = 0; run < 2 && !proc_interrupted(); ++run) {
             fprintf(stderr, "== reference: lesson %s, worked solution, %s::%s, speed audit (%d of "
                     "2)\n", li->number, r->suite, r->test, run + 1);
@@ -527,6 +546,7 @@ void audit_reference(grader *g, const lesson_info *li)
                 if (m > best) best = m;
                 tool = a.tool;
                 base_n = base_n == 0 ? a.baseline_n : base_n == a.baseline_n ? base_n : -1;
+                harn_n = harn_n == 0 ? a.harness_n : harn_n == a.harness_n ? harn_n : -1;
             } else if (fault == NULL && rc == 0 && tool && a.tool && strcmp(tool, a.tool) != 0) {
                 fault = xasprintf("its two runs were measured by two tools, %s and %s", tool,
                                   a.tool);
@@ -544,10 +564,12 @@ void audit_reference(grader *g, const lesson_info *li)
             r->audit_speedup = best;
             snprintf(r->audit_tool, sizeof r->audit_tool, "%s", tool);
             r->audit_baseline_n = base_n > 0 ? base_n : 0;
-            if (base_n < 0)
-                strlist_addf(&g->reference_notes, "lesson %s %s::%s: the baseline launched a "
+            r->audit_harness_n = harn_n > 0 ? harn_n : 0;
+            if (base_n < 0 || harn_n < 0)
+                strlist_addf(&g->reference_notes, "lesson %s %s::%s: the %s launched a "
                              "different number of kernels in the two audited runs: a "
-                             "student's count is not checked", li->number, r->suite, r->test);
+                             "student's count of them is not checked", li->number, r->suite,
+                             r->test, base_n < 0 ? "baseline" : "test harness");
             strlist_addf(&g->reference_notes, "lesson %s %s::%s: the speed audit (%s) measures "
                          "the worked solution at %.2fx, its claim %.2fx", li->number, r->suite,
                          r->test, tool, r->audit_speedup, r->speedup);
@@ -592,14 +614,32 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
             char *err = NULL;
             int rc = audit_test(g, STEP_TEST, s->keys.seed, &lr->gpu_wait_s, binary,
                                 claim->suite, claim->test, &mine, &harness, &base, &a, &err);
-            /* a run that started and did not end cleanly is the student's
-             * (a claim stands only on an audit that ran to its end), unless
-             * Nsight Compute measured nothing at all (its permissions, say) */
-            int unclean = a.ran && !a.clean_exit && !proc_interrupted() &&
-                          (a.decided || (a.tool && strcmp(a.tool, "CUPTI") == 0) || a.rows > 0);
+            if (proc_interrupted()) { /* no verdict from a run the grader stopped */
+                free(err);
+                audit_sum_free(&a);
+                break;
+            }
+            const char *tool = a.tool ? a.tool : "Nsight Compute";
+            /* the worked solution's audit on this GPU with the same tool */
+            const speed_rec *ref = NULL;
+            for (int i = 0; i < g->reference.n; ++i) {
+                const speed_rec *rr = &g->reference.v[i];
+                if (strcmp(rr->lesson, li->number) == 0 && strcmp(rr->suite, claim->suite) == 0 &&
+                    strcmp(rr->test, claim->test) == 0 && rr->audit_speedup > 0 &&
+                    strcmp(rr->audit_tool, tool) == 0)
+                    ref = rr;
+            }
+            /* a run that started and did not end cleanly is the student's (a
+             * claim stands only on an audit that ran to its end) where the
+             * worked solution's audit with the same tool ended cleanly on this
+             * GPU: otherwise the tool itself may be what failed here (no
+             * counters for ncu, CUPTI broken), which is the grader's, and the
+             * audit is only not run */
+            int unclean = a.ran && !a.clean_exit && ref != NULL &&
+                          (a.decided || strcmp(tool, "CUPTI") == 0 || a.rows > 0);
             if (rc != 0 && a.wrong == NULL && !unclean) {
                 strlist_addf(&lr->notes, "speed audit of %s::%s not run: %s", claim->suite,
-                             claim->test, err);
+                             claim->test, err ? err : a.exit_note ? a.exit_note : "no figures");
                 free(err);
                 audit_sum_free(&a);
                 continue;
@@ -609,25 +649,19 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
                 strlist_addf(&lr->notes, "speed audit %s::%s: the kernel trace was not used "
                              "(%s): Nsight Compute measured instead", claim->suite, claim->test,
                              a.trace_note);
-            const char *tool = a.tool ? a.tool : "Nsight Compute";
             double measured = a.student_ns > 0 ? a.baseline_ns / a.student_ns : 0.0;
             /* the worked solution's own claim over its audit on this GPU:
              * an honest kernel's distance from the audit's figure */
             int other = 0;
             double honest = honest_factor(g, li->number, claim->suite, claim->test, tool, &other);
             /* every kernel neither the file's nor the harness's is counted as the
-             * baseline's: the baseline launches as many as in the worked
-             * solution's audited run on this GPU, or a kernel of the student's
-             * went uncounted as theirs (loaded at run time, or named like a
-             * baseline kernel) */
-            int want_n = 0;
-            for (int i = 0; i < g->reference.n; ++i) {
-                const speed_rec *rr = &g->reference.v[i];
-                if (strcmp(rr->lesson, li->number) == 0 && strcmp(rr->suite, claim->suite) == 0 &&
-                    strcmp(rr->test, claim->test) == 0 && !other &&
-                    strcmp(rr->audit_tool, tool) == 0)
-                    want_n = rr->audit_baseline_n;
-            }
+             * baseline's, and the harness launches the same kernels whatever
+             * the file does: both counts as in the worked solution's audited
+             * runs on this GPU, or a kernel of the student's went uncounted as
+             * theirs (loaded at run time, or named like a baseline or harness
+             * kernel) */
+            int want_n = ref ? ref->audit_baseline_n : 0;
+            int want_h = ref ? ref->audit_harness_n : 0;
             if (other)
                 strlist_addf(&lr->notes, "speed audit %s::%s: the worked solution was audited "
                              "with another tool than %s here: the claim is held to the slack "
@@ -642,6 +676,13 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
                           "cleanly (%s): a speed claim counts only when its audit runs to the "
                           "end\n", claim->suite, claim->test,
                           a.exit_note ? a.exit_note : "no exit status");
+            else if (want_h > 0 && a.student_n > 0 && a.harness_n != want_h)
+                sbuf_addf(&why, "%s::%s: %d kernels of the audited run bore the test harness's "
+                          "names, and the harness launches %d (the worked solution's audited run "
+                          "on this GPU): every kernel your code runs must be one your file "
+                          "defines (a kernel loaded at run time under a harness kernel's name is "
+                          "not yours to %s)\n", claim->suite, claim->test, a.harness_n, want_h,
+                          tool);
             else if (want_n > 0 && a.student_n > 0 && a.baseline_n != want_n)
                 sbuf_addf(&why, "%s::%s: %d kernels of the audited run were neither your file's "
                           "nor the test harness's, and the baseline launches %d (the worked "

@@ -22,6 +22,7 @@ typedef struct {
     char audit_tool[16];  /* ... and what measured it: "CUPTI" or "Nsight Compute" */
     int audit_baseline_n; /* ... and how many kernels of that run were the baseline's
                              (the same in both of its audited runs), or 0 */
+    int audit_harness_n;  /* ... and the test harness's, the same way */
 } speed_rec;
 
 typedef struct {

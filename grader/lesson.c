@@ -349,7 +349,7 @@ void run_reference(grader *g, const lesson_info *li, const rubric_lesson *rl)
 
 /* ---- one reference per GPU, shared by the workers on it --------------------- */
 
-#define REFERENCE_FORMAT "fusion-lab reference 2" /* 2: audit_tool, audit_baseline_n */
+#define REFERENCE_FORMAT "fusion-lab reference 3" /* 2: audit_tool, audit_baseline_n; 3: audit_harness_n */
 
 /* Add lesson `num`'s records and notes in `les` (the shared file's entry) to
  * g's reference. 0, or -1 when the entry is not one this grader wrote. */
@@ -418,6 +418,7 @@ static cJSON *reference_entry(const grader *g, const char *num, int note0)
         cJSON_AddNumberToObject(o, "audit_speedup", r->audit_speedup);
         cJSON_AddStringToObject(o, "audit_tool", r->audit_tool);
         cJSON_AddNumberToObject(o, "audit_baseline_n", r->audit_baseline_n);
+        cJSON_AddNumberToObject(o, "audit_harness_n", r->audit_harness_n);
         cJSON_AddItemToArray(recs, o);
     }
     cJSON *notes = cJSON_AddArrayToObject(les, "notes");

@@ -197,6 +197,10 @@ int speed_rec_from_json(const cJSON *o, int need_label, speed_rec *r)
     r->audit_baseline_n = cJSON_IsNumber(bn) && bn->valuedouble >= 0 && bn->valuedouble < 1e9
                               ? (int)bn->valuedouble
                               : 0;
+    const cJSON *hn = cJSON_GetObjectItemCaseSensitive(o, "audit_harness_n");
+    r->audit_harness_n = cJSON_IsNumber(hn) && hn->valuedouble >= 0 && hn->valuedouble < 1e9
+                             ? (int)hn->valuedouble
+                             : 0;
     const cJSON *tool = cJSON_GetObjectItemCaseSensitive(o, "audit_tool");
     if (cJSON_IsString(tool)) snprintf(r->audit_tool, sizeof r->audit_tool, "%s", tool->valuestring);
     r->passed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "passed"));

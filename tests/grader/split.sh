@@ -47,7 +47,7 @@ rec='{"suite": "speed", "test": "fused_vs_unfused", "label": "n=2^26", "baseline
       "candidate_us": 350.25, "speedup": 2.0, "min_speedup": 1.5, "pct_of_ceiling": 90.0,
       "min_pct": 60.0, "passed": true}'
 cat >"$out/lock/reference.json" <<EOF
-{"format": "fusion-lab reference 2", "gpu": "", "lessons": {
+{"format": "fusion-lab reference 3", "gpu": "", "lessons": {
   "01": {"records": [$rec], "notes": ["lesson 01 speed::fused_vs_unfused (n=2^26): by hand"]},
   "02": {"records": [$rec], "notes": ["lesson 02 speed::fused_vs_unfused (n=2^26): by hand"]},
   "04": {"records": [$rec], "notes": ["lesson 04 speed::fused_vs_unfused (n=2^26): by hand"]}}}

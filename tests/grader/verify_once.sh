@@ -66,7 +66,7 @@ rec='{"suite": "speed", "test": "tiled_vs_naive_transpose", "label": "8192x8192"
       "pct_of_ceiling": 80.0, "min_pct": 50.0, "passed": true}'
 write_ref() { # the "verify_once" entry of lesson 04
     cat >"$out/lock/reference.json" <<JSON
-{"format": "fusion-lab reference 2", "gpu": "", "lessons": {
+{"format": "fusion-lab reference 3", "gpu": "", "lessons": {
   "04": {"records": [$rec], "notes": ["lesson 04 speed: by hand"], "verify_once": [$1]}}}
 JSON
 }

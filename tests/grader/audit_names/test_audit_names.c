@@ -12,7 +12,9 @@
  *   harness filter, and its rows make the audit see a name clash (the claim
  *   fails with "rename it");
  * - a kernel with C linkage (extern "C": its name on the GPU is the plain
- *   name) is the student's too, not the baseline's;
+ *   name, a leading "_" or not) and a static kernel in a named namespace
+ *   (host symbol _ZN3labL..., on the GPU _ZN3lab...) are the student's too,
+ *   not the baseline's;
  * - the kernel trace (grader/ktrace.c) is taken only whole: every process
  *   that wrote kernel lines ended with an "#end" line counting them, and no
  *   record was dropped or left without its times.
@@ -89,6 +91,10 @@ int main(int argc, char **argv)
     kernels_of(&g, &argv[sep + 3], 1, 0, &mine);
     EXPECT(strset_has(&mine, "add_c_linkage") && !strset_has(&mine, "launch_c_linkage"),
            "an extern \"C\" kernel is not taken for the student's (or its launcher is)");
+    EXPECT(strset_has(&mine, "_tail_c_linkage"),
+           "an extern \"C\" kernel whose name starts with _ is not taken for the student's");
+    EXPECT(strset_has(&mine, "_ZN3lab12scale_staticEPfm"),
+           "a static kernel in a namespace is not taken for the student's under its GPU name");
     memset(&a, 0, sizeof a);
     sum_csv("\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\"\n"
             "\"1\",\"add_c_linkage\",\"20\"\n\"2\",\"_Z13ew_add_kernelPKfS0_Pfm\",\"60\"\n",
