@@ -584,6 +584,88 @@ void audit_reference(grader *g, const lesson_info *li)
     sets_free(&mine, &harness, &base);
 }
 
+typedef enum { AUDIT_NOT_RUN, AUDIT_CONSISTENT, AUDIT_FAILS } audit_verdict;
+
+/* The verdict on one claim from its audited run `a` (audit_test's rc and
+ * err), the worked solution's audit of the same check with the same tool on
+ * this GPU (`ref`, or NULL) and its factor `honest`: the reason (AUDIT_FAILS)
+ * or the note (otherwise) in *text. */
+static audit_verdict audit_judge(const speed_rec *claim, const audit_sum *a, int rc,
+                                 const char *err, const speed_rec *ref, double honest,
+                                 const strset *mine, sbuf *text)
+{
+    const char *tool = a->tool ? a->tool : "Nsight Compute";
+    const char *su = claim->suite, *te = claim->test;
+    /* a run that started and did not end cleanly is the student's (a claim
+     * stands only on an audit that ran to its end) where the worked
+     * solution's audit with the same tool ended cleanly on this GPU:
+     * otherwise the tool itself may be what failed here (no counters for
+     * ncu, CUPTI broken), which is the grader's, and the audit is only not
+     * run */
+    int unclean = a->ran && !a->clean_exit && ref != NULL &&
+                  (a->decided || strcmp(tool, "CUPTI") == 0 || a->rows > 0);
+    if (rc != 0 && a->wrong == NULL && !unclean) {
+        sbuf_addf(text, "speed audit of %s::%s not run: %s", su, te,
+                  err ? err : a->exit_note ? a->exit_note : "no figures");
+        return AUDIT_NOT_RUN;
+    }
+    double measured = a->student_ns > 0 ? a->baseline_ns / a->student_ns : 0.0;
+    /* every kernel neither the file's nor the harness's is counted as the
+     * baseline's, and the harness launches the same kernels whatever the
+     * file does: both counts as in the worked solution's audited runs on
+     * this GPU, or a kernel of the student's went uncounted as theirs
+     * (loaded at run time, or named like a baseline or harness kernel) */
+    int want_n = ref ? ref->audit_baseline_n : 0;
+    int want_h = ref ? ref->audit_harness_n : 0;
+    if (a->wrong) {
+        sbuf_addf(text, "%s::%s: run again for the speed audit, with inputs and checked "
+                  "positions that no earlier run could predict, the speed check found a "
+                  "wrong output (an answer must not depend on knowing what comes next): "
+                  "%s\n", su, te, a->wrong);
+    } else if (unclean) {
+        sbuf_addf(text, "%s::%s: run again for the speed audit, the speed check did not end "
+                  "cleanly (%s): a speed claim counts only when its audit runs to the end\n",
+                  su, te, a->exit_note ? a->exit_note : "no exit status");
+    } else if (want_h > 0 && a->student_n > 0 && a->harness_n != want_h) {
+        sbuf_addf(text, "%s::%s: %d kernels of the audited run bore the test harness's names, "
+                  "and the harness launches %d (the worked solution's audited run on this "
+                  "GPU): every kernel your code runs must be one your file defines (a kernel "
+                  "loaded at run time under a harness kernel's name is not yours to %s)\n",
+                  su, te, a->harness_n, want_h, tool);
+    } else if (want_n > 0 && a->student_n > 0 && a->baseline_n != want_n) {
+        sbuf_addf(text, "%s::%s: %d kernels of the audited run were neither your file's nor "
+                  "the test harness's, and the baseline launches %d (the worked solution's "
+                  "audited run on this GPU): every kernel your code runs must be one your "
+                  "file defines (%s counts a kernel loaded at run time, or one named like a "
+                  "baseline kernel, as the baseline's)\n", su, te, a->baseline_n, want_n,
+                  tool);
+    } else if (a->clash) {
+        sbuf_addf(text, "%s::%s: a kernel of your file has the name of a baseline or "
+                  "test-harness kernel (%s): rename it, so that the grader can tell your "
+                  "kernels from theirs\n", su, te, a->clash);
+    } else if (a->student_n == 0) {
+        sbuf_addf(text, "%s::%s: the speed check passed, but no kernel of your file ran on "
+                  "the GPU during it (%s saw %d kernels:", su, te, tool, a->rows);
+        for (int n = 0; n < a->seen.n; ++n) sbuf_addf(text, " %s", a->seen.v[n]);
+        sbuf_addf(text, "%s; your file's: ", a->rows > a->seen.n ? " ..." : "");
+        for (size_t n = 0; n < mine->n && n < 6; ++n) sbuf_addf(text, "%s ", mine->v[n]);
+        sbuf_add(text, ")\n");
+    } else if (claim->speedup > AUDIT_SLACK * honest * measured) {
+        sbuf_addf(text, "%s::%s: the test program claims %.2fx the baseline; the GPU measured "
+                  "%.2fx (%s: baseline kernels %.1f us, yours %.1f us, summed over the same "
+                  "runs), and an honest claim stands at most %.2f x %.2f times above that "
+                  "here (the worked solution's claim over its own audit on this GPU, times "
+                  "the slack)\n", su, te, claim->speedup, measured, tool, a->baseline_ns / 1e3,
+                  a->student_ns / 1e3, honest, AUDIT_SLACK);
+    } else {
+        sbuf_addf(text, "speed audit %s::%s: claimed %.2fx, the GPU measured %.2fx (%s; the "
+                  "worked solution's claim stands %.2f times above its audit here): "
+                  "consistent", su, te, claim->speedup, measured, tool, honest);
+        return AUDIT_CONSISTENT;
+    }
+    return AUDIT_FAILS;
+}
+
 char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binary,
                   const strlist *suites, const suite_run *runs, const char *progress)
 {
@@ -629,93 +711,24 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
                     strcmp(rr->audit_tool, tool) == 0)
                     ref = rr;
             }
-            /* a run that started and did not end cleanly is the student's (a
-             * claim stands only on an audit that ran to its end) where the
-             * worked solution's audit with the same tool ended cleanly on this
-             * GPU: otherwise the tool itself may be what failed here (no
-             * counters for ncu, CUPTI broken), which is the grader's, and the
-             * audit is only not run */
-            int unclean = a.ran && !a.clean_exit && ref != NULL &&
-                          (a.decided || strcmp(tool, "CUPTI") == 0 || a.rows > 0);
-            if (rc != 0 && a.wrong == NULL && !unclean) {
-                strlist_addf(&lr->notes, "speed audit of %s::%s not run: %s", claim->suite,
-                             claim->test, err ? err : a.exit_note ? a.exit_note : "no figures");
-                free(err);
-                audit_sum_free(&a);
-                continue;
-            }
-            free(err); /* (no profile, but the run's own check found a wrong output) */
-            if (a.trace_note)
-                strlist_addf(&lr->notes, "speed audit %s::%s: the kernel trace was not used "
-                             "(%s): Nsight Compute measured instead", claim->suite, claim->test,
-                             a.trace_note);
-            double measured = a.student_ns > 0 ? a.baseline_ns / a.student_ns : 0.0;
             /* the worked solution's own claim over its audit on this GPU:
              * an honest kernel's distance from the audit's figure */
             int other = 0;
             double honest = honest_factor(g, li->number, claim->suite, claim->test, tool, &other);
-            /* every kernel neither the file's nor the harness's is counted as the
-             * baseline's, and the harness launches the same kernels whatever
-             * the file does: both counts as in the worked solution's audited
-             * runs on this GPU, or a kernel of the student's went uncounted as
-             * theirs (loaded at run time, or named like a baseline or harness
-             * kernel) */
-            int want_n = ref ? ref->audit_baseline_n : 0;
-            int want_h = ref ? ref->audit_harness_n : 0;
             if (other)
                 strlist_addf(&lr->notes, "speed audit %s::%s: the worked solution was audited "
                              "with another tool than %s here: the claim is held to the slack "
                              "alone", claim->suite, claim->test, tool);
-            if (a.wrong)
-                sbuf_addf(&why, "%s::%s: run again for the speed audit, with inputs and checked "
-                          "positions that no earlier run could predict, the speed check found a "
-                          "wrong output (an answer must not depend on knowing what comes next): "
-                          "%s\n", claim->suite, claim->test, a.wrong);
-            else if (unclean)
-                sbuf_addf(&why, "%s::%s: run again for the speed audit, the speed check did not end "
-                          "cleanly (%s): a speed claim counts only when its audit runs to the "
-                          "end\n", claim->suite, claim->test,
-                          a.exit_note ? a.exit_note : "no exit status");
-            else if (want_h > 0 && a.student_n > 0 && a.harness_n != want_h)
-                sbuf_addf(&why, "%s::%s: %d kernels of the audited run bore the test harness's "
-                          "names, and the harness launches %d (the worked solution's audited run "
-                          "on this GPU): every kernel your code runs must be one your file "
-                          "defines (a kernel loaded at run time under a harness kernel's name is "
-                          "not yours to %s)\n", claim->suite, claim->test, a.harness_n, want_h,
-                          tool);
-            else if (want_n > 0 && a.student_n > 0 && a.baseline_n != want_n)
-                sbuf_addf(&why, "%s::%s: %d kernels of the audited run were neither your file's "
-                          "nor the test harness's, and the baseline launches %d (the worked "
-                          "solution's audited run on this GPU): every kernel your code runs must "
-                          "be one your file defines (%s counts a kernel loaded at run time, or "
-                          "one named like a baseline kernel, as the baseline's)\n", claim->suite,
-                          claim->test, a.baseline_n, want_n, tool);
-            else if (a.clash)
-                sbuf_addf(&why, "%s::%s: a kernel of your file has the name of a baseline or "
-                          "test-harness kernel (%s): rename it, so that the grader can tell "
-                          "your kernels from theirs\n", claim->suite, claim->test, a.clash);
-            else if (a.student_n == 0) {
-                sbuf_addf(&why, "%s::%s: the speed check passed, but no kernel of your file ran "
-                          "on the GPU during it (%s saw %d kernels:", claim->suite,
-                          claim->test, tool, a.rows);
-                for (int n = 0; n < a.seen.n; ++n) sbuf_addf(&why, " %s", a.seen.v[n]);
-                sbuf_addf(&why, "%s; your file's: ", a.rows > a.seen.n ? " ..." : "");
-                for (size_t n = 0; n < mine.n && n < 6; ++n) sbuf_addf(&why, "%s ", mine.v[n]);
-                sbuf_add(&why, ")\n");
-            }
-            else if (claim->speedup > AUDIT_SLACK * honest * measured)
-                sbuf_addf(&why, "%s::%s: the test program claims %.2fx the baseline; the GPU "
-                          "measured %.2fx (%s: baseline kernels %.1f us, yours %.1f "
-                          "us, summed over the same runs), and an honest claim stands at most "
-                          "%.2f x %.2f times above that here (the worked solution's claim over "
-                          "its own audit on this GPU, times the slack)\n", claim->suite,
-                          claim->test, claim->speedup, measured, tool, a.baseline_ns / 1e3,
-                          a.student_ns / 1e3, honest, AUDIT_SLACK);
-            else
-                strlist_addf(&lr->notes, "speed audit %s::%s: claimed %.2fx, the GPU measured "
-                             "%.2fx (%s; the worked solution's claim stands %.2f "
-                             "times above its audit here): consistent", claim->suite, claim->test,
-                             claim->speedup, measured, tool, honest);
+            if (a.trace_note)
+                strlist_addf(&lr->notes, "speed audit %s::%s: the kernel trace was not used "
+                             "(%s): Nsight Compute measured instead", claim->suite, claim->test,
+                             a.trace_note);
+            sbuf text = {0};
+            audit_verdict v = audit_judge(claim, &a, rc, err, ref, honest, &mine, &text);
+            if (v == AUDIT_FAILS) sbuf_add(&why, sbuf_str(&text));
+            else strlist_add(&lr->notes, sbuf_str(&text));
+            sbuf_free(&text);
+            free(err);
             audit_sum_free(&a);
         }
     }

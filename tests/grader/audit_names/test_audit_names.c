@@ -15,6 +15,11 @@
  *   name, a leading "_" or not) and a static kernel in a named namespace
  *   (host symbol _ZN3labL..., on the GPU _ZN3lab...) are the student's too,
  *   not the baseline's;
+ * - the verdict on a claim (audit_judge): the figures against the slack, a
+ *   wrong output, an unclean run (the student's only where the worked
+ *   solution's audit with that tool ran cleanly), the baseline's and the
+ *   harness's kernel counts against the worked solution's (unchecked where
+ *   it has none), no kernel of the file's;
  * - the kernel trace (grader/ktrace.c) is taken only whole: every process
  *   that wrote kernel lines ended with an "#end" line counting them, and no
  *   record was dropped or left without its times.
@@ -134,9 +139,68 @@ int main(int argc, char **argv)
         free(why);
         free(text);
     }
+    /* the verdict on one claim */
+    {
+        speed_rec claim = {.suite = "speed", .test = "t", .speedup = 2.0, .passed = 1};
+        speed_rec ref = {.speedup = 2.5, .audit_speedup = 2.0, .audit_baseline_n = 4,
+                         .audit_harness_n = 10};
+        snprintf(ref.audit_tool, sizeof ref.audit_tool, "CUPTI");
+        strset none = {0};
+        audit_sum ok;
+        memset(&ok, 0, sizeof ok);
+        ok.tool = "CUPTI";
+        ok.ran = ok.clean_exit = 1;
+        ok.student_n = 5, ok.baseline_n = 4, ok.harness_n = 10, ok.rows = 19;
+        ok.student_ns = 100, ok.baseline_ns = 200; /* measured 2x */
+        static const struct {
+            const char *what;
+            int rc, ref, unclean, wrong, base_n, harn_n, student_n;
+            double claim;
+            audit_verdict want;
+            const char *word;
+        } cases[] = {
+            {"consistent", 0, 1, 0, 0, 4, 10, 5, 2.0, AUDIT_CONSISTENT, "consistent"},
+            {"within the slack", 0, 1, 0, 0, 4, 10, 5, 2.55, AUDIT_CONSISTENT, "consistent"},
+            {"over the slack", 0, 1, 0, 0, 4, 10, 5, 2.7, AUDIT_FAILS, "claims 2.70x"},
+            {"wrong output", 0, 1, 0, 1, 4, 10, 5, 2.0, AUDIT_FAILS, "wrong output"},
+            {"unclean, reference clean", 0, 1, 1, 0, 4, 10, 5, 2.0, AUDIT_FAILS, "did not end"},
+            {"unclean, measured nothing, reference clean", -1, 1, 1, 0, 0, 0, 0, 2.0, AUDIT_FAILS,
+             "did not end"},
+            {"unclean, measured nothing, no reference", -1, 0, 1, 0, 0, 0, 0, 2.0, AUDIT_NOT_RUN,
+             "not run"},
+            {"unclean, no reference, figures fine", 0, 0, 1, 0, 4, 10, 5, 2.0, AUDIT_CONSISTENT,
+             "consistent"},
+            {"a kernel more counted as the baseline's", 0, 1, 0, 0, 5, 10, 5, 2.0, AUDIT_FAILS,
+             "neither your file's"},
+            {"a kernel more under a harness name", 0, 1, 0, 0, 4, 11, 5, 2.0, AUDIT_FAILS,
+             "harness's names"},
+            {"counts not checked without a reference", 0, 0, 0, 0, 5, 11, 5, 2.0,
+             AUDIT_CONSISTENT, "consistent"},
+            {"no kernel of the file's", 0, 1, 0, 0, 4, 10, 0, 2.0, AUDIT_FAILS, "no kernel of your"},
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+            audit_sum a = ok;
+            claim.speedup = cases[i].claim;
+            a.clean_exit = !cases[i].unclean;
+            a.exit_note = cases[i].unclean ? "killed by signal 11" : NULL;
+            a.wrong = cases[i].wrong ? "y[3] wrong" : NULL;
+            a.baseline_n = cases[i].base_n;
+            a.harness_n = cases[i].harn_n;
+            a.student_n = cases[i].student_n;
+            if (cases[i].rc != 0) a.rows = 0;
+            sbuf text = {0};
+            audit_verdict v = audit_judge(&claim, &a, cases[i].rc, NULL,
+                                          cases[i].ref ? &ref : NULL, 1.0, &none, &text);
+            EXPECT(v == cases[i].want && strstr(sbuf_str(&text), cases[i].word),
+                   "verdict, %s: got %d (%s), want %d with \"%s\"", cases[i].what, (int)v,
+                   sbuf_str(&text), (int)cases[i].want, cases[i].word);
+            sbuf_free(&text);
+        }
+    }
+
     if (failures == 0)
         printf("PASS: a static kernel is the student's; one named like a harness kernel stays in "
                "the profile and is a name clash; an extern \"C\" kernel is the student's; a kernel trace "
-               "is taken only whole\n");
+               "is taken only whole; the verdicts on claims hold\n");
     return failures ? 1 : 0;
 }
