@@ -476,31 +476,32 @@ static int audit_test(grader *g, step_kind kind, const char *seed, double *gpu_w
     return a->rows ? 0 : -1;
 }
 
-/* How far the worked solution's claim (its protocol speedup, the reference)
- * stands above what the audit measured of it on this GPU, at least 1: the
- * two time differently (Nsight Compute runs each kernel alone, the GPU idle
- * between them and its clocks left alone, and on an H100 an honest claim
- * stood up to 1.3 times above it; the kernel trace times the kernels as they
- * ran, in a short run). 1 when the reference has no audit, or one by another
- * tool than `tool` (*other set); at most HONEST_MAX. */
-static double honest_factor(const grader *g, const char *lesson, const char *suite,
-                            const char *test, const char *tool, int *other)
+/* The worked solution's record of lesson's suite::test on this GPU (the
+ * reference), or NULL. */
+static const speed_rec *reference_of(const grader *g, const char *lesson, const char *suite,
+                                     const char *test)
 {
-    *other = 0;
     for (int i = 0; i < g->reference.n; ++i) {
         const speed_rec *r = &g->reference.v[i];
-        if (strcmp(r->lesson, lesson) != 0 || strcmp(r->suite, suite) != 0 ||
-            strcmp(r->test, test) != 0)
-            continue;
-        if (r->audit_speedup > 0 && r->audit_tool[0] && strcmp(r->audit_tool, tool) != 0) {
-            *other = 1;
-            break;
-        }
-        if (r->audit_speedup > 0 && r->speedup > r->audit_speedup) {
-            double f = r->speedup / r->audit_speedup;
-            return f < HONEST_MAX ? f : HONEST_MAX;
-        }
-        break;
+        if (strcmp(r->lesson, lesson) == 0 && strcmp(r->suite, suite) == 0 &&
+            strcmp(r->test, test) == 0)
+            return r;
+    }
+    return NULL;
+}
+
+/* How far the worked solution's claim (its protocol speedup) stands above
+ * what its audit `ref` measured on this GPU, at least 1: the two time
+ * differently (Nsight Compute runs each kernel alone, the GPU idle between
+ * them and its clocks left alone, and on an H100 an honest claim stood up
+ * to 1.3 times above it; the kernel trace times the kernels as they ran, in
+ * a short run). 1 without an audit by the student's tool (ref NULL); at
+ * most HONEST_MAX. */
+static double honest_factor(const speed_rec *ref)
+{
+    if (ref && ref->speedup > ref->audit_speedup) {
+        double f = ref->speedup / ref->audit_speedup;
+        return f < HONEST_MAX ? f : HONEST_MAX;
     }
     return 1.0;
 }
@@ -702,19 +703,14 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
                 break;
             }
             const char *tool = a.tool ? a.tool : "Nsight Compute";
-            /* the worked solution's audit on this GPU with the same tool */
-            const speed_rec *ref = NULL;
-            for (int i = 0; i < g->reference.n; ++i) {
-                const speed_rec *rr = &g->reference.v[i];
-                if (strcmp(rr->lesson, li->number) == 0 && strcmp(rr->suite, claim->suite) == 0 &&
-                    strcmp(rr->test, claim->test) == 0 && rr->audit_speedup > 0 &&
-                    strcmp(rr->audit_tool, tool) == 0)
-                    ref = rr;
-            }
-            /* the worked solution's own claim over its audit on this GPU:
-             * an honest kernel's distance from the audit's figure */
-            int other = 0;
-            double honest = honest_factor(g, li->number, claim->suite, claim->test, tool, &other);
+            /* the worked solution's audit on this GPU with the same tool, and
+             * its own claim over that audit: an honest kernel's distance from
+             * the audit's figure */
+            const speed_rec *rec = reference_of(g, li->number, claim->suite, claim->test);
+            int audited = rec && rec->audit_speedup > 0;
+            const speed_rec *ref = audited && strcmp(rec->audit_tool, tool) == 0 ? rec : NULL;
+            int other = audited && ref == NULL;
+            double honest = honest_factor(ref);
             if (other)
                 strlist_addf(&lr->notes, "speed audit %s::%s: the worked solution was audited "
                              "with another tool than %s here: the claim is held to the slack "

@@ -27,6 +27,8 @@
  */
 #include "../../../grader/audit.c"
 
+#include <math.h>
+
 static int failures;
 #define EXPECT(cond, ...)                                                            \
     do {                                                                             \
@@ -146,6 +148,12 @@ int main(int argc, char **argv)
                          .audit_harness_n = 10};
         snprintf(ref.audit_tool, sizeof ref.audit_tool, "CUPTI");
         strset none = {0};
+        speed_rec far = ref;
+        far.speedup = 4.0;
+        EXPECT(honest_factor(NULL) == 1.0 && fabs(honest_factor(&ref) - 1.25) < 1e-12 &&
+                   honest_factor(&far) == HONEST_MAX,
+               "the worked solution's factor: %g, %g, %g", honest_factor(NULL),
+               honest_factor(&ref), honest_factor(&far));
         audit_sum ok;
         memset(&ok, 0, sizeof ok);
         ok.tool = "CUPTI";
