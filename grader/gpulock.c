@@ -1,6 +1,5 @@
-/* grader/gpulock.c — several workers on one GPU (--per-gpu K), or one
- * worker's own steps side by side (the verify stage's trusted runs beside
- * the student's steps): who may use it when.
+/* grader/gpulock.c — several workers on one GPU (--per-gpu K): who may use
+ * it when.
  *
  * Workers that share a GPU share a lock folder (--gpu-lock DIR, made by the
  * parent: DIR/gpu and DIR/gate). A step that times, profiles or reads the
@@ -54,40 +53,15 @@ static int lock_wait(int fd, int op)
 int gpu_lock_open(grader *g)
 {
     g->gpu_fd = g->gate_fd = -1;
-    free(g->lock_dir);
-    g->lock_dir = NULL;
-    if (g->gpu_lock) {
-        g->lock_dir = xstrdup(g->gpu_lock);
-    } else if (g->overlap) {
-        /* this worker's GPU, shared by its own steps only: a lock of its own
-         * under --work (which no sandbox binds) */
-        g->lock_dir = path_join(g->work, "gpu-own");
-        if (mkdir_p(g->lock_dir) != 0) {
-            fprintf(stderr, "fusionlab_grade: cannot make %s\n", g->lock_dir);
-            return -1;
-        }
-    } else {
-        return 0;
-    }
-    g->gpu_fd = lock_open(g->lock_dir, "gpu");
-    g->gate_fd = lock_open(g->lock_dir, "gate");
-    return g->gpu_fd >= 0 && g->gate_fd >= 0 ? 0 : -1;
-}
-
-int gpu_lock_reopen(grader *g)
-{
-    if (g->lock_dir == NULL) return 0;
-    /* close, never unlock: the parent's holds are on the same open files */
-    if (g->gpu_fd >= 0) close(g->gpu_fd);
-    if (g->gate_fd >= 0) close(g->gate_fd);
-    g->gpu_fd = lock_open(g->lock_dir, "gpu");
-    g->gate_fd = lock_open(g->lock_dir, "gate");
+    if (g->gpu_lock == NULL) return 0;
+    g->gpu_fd = lock_open(g->gpu_lock, "gpu");
+    g->gate_fd = lock_open(g->gpu_lock, "gate");
     return g->gpu_fd >= 0 && g->gate_fd >= 0 ? 0 : -1;
 }
 
 double gpu_hold(grader *g, gpu_use use)
 {
-    if (g->gpu_fd < 0 || g->gate_fd < 0) return 0.0;
+    if (g->gpu_lock == NULL || g->gpu_fd < 0 || g->gate_fd < 0) return 0.0;
     double t0 = now_s();
     if (lock_wait(g->gate_fd, LOCK_EX) == 0) {
         lock_wait(g->gpu_fd, use == GPU_ALONE ? LOCK_EX : LOCK_SH);
@@ -100,6 +74,6 @@ double gpu_hold(grader *g, gpu_use use)
 
 void gpu_release(grader *g)
 {
-    if (g->gpu_fd < 0) return;
+    if (g->gpu_lock == NULL || g->gpu_fd < 0) return;
     flock(g->gpu_fd, LOCK_UN);
 }

@@ -57,9 +57,6 @@ static void usage(FILE *f)
             "                    (default: the GPUs' own, from nvidia-smi; without a GPU the\n"
             "                    course default)\n"
             "  --no-gpu          hide the GPU from the tests (GPU checks: not run)\n"
-            "  --no-overlap      run the worked solution's runs of the verify stage after\n"
-            "                    the student's steps (default: beside them, holding the GPU\n"
-            "                    shared as they do; what needs it alone still waits)\n"
             "  --suite-timeout S, --lesson-timeout S, --build-timeout S,\n"
             "  --sanitizer-timeout S\n"
             "                    wall-clock limits (default: from the rubric)\n"
@@ -365,7 +362,6 @@ static void grader_free(grader *g)
     free(g->course); free(g->out); free(g->work); free(g->student_root); free(g->build);
     free(g->run_dir); free(g->rubric_path); free(g->gpu_name); free(g->arch); free(g->gpu_archs);
     free(g->setup_error);
-    free(g->lock_dir);
     manifest_free(&g->man);
     rubric_free(&g->rub);
     strlist_free(&g->lessons);
@@ -436,7 +432,7 @@ int main(int argc, char **argv)
     g.jobs = cpus > 0 ? (int)cpus : 2;
     double suite_t = 0, lesson_t = 0, build_t = 0, sanitizer_t = 0;
     strlist paths = {0};
-    int opts_done = 0, no_sandbox = 0, jobs_given = 0, no_overlap = 0;
+    int opts_done = 0, no_sandbox = 0, jobs_given = 0;
     char **probe = NULL;
     const char *gpus_spec = NULL, *slurm_opts = NULL, *collect_out = NULL;
     int per_gpu = 1;
@@ -527,8 +523,6 @@ int main(int argc, char **argv)
             g.arch = xstrdup(v);
         } else if (strcmp(a, "--no-gpu") == 0) {
             g.no_gpu = 1;
-        } else if (strcmp(a, "--no-overlap") == 0) {
-            no_overlap = 1;
         } else if (strcmp(a, "--sandbox-probe") == 0) {
             probe = argv + i + 1; /* the rest: SCRIPT ARG... */
             break;
@@ -811,11 +805,6 @@ int main(int argc, char **argv)
     fprintf(stderr, "; GPU: %s\n", g.gpu ? g.gpu_name
                                          : g.no_gpu ? "hidden (--no-gpu)" : "none (GPU checks will not run)");
     g.ready = setup(&g) == 0;
-    /* (FUSIONLAB_GRADE_SPLIT_TEST=1: the grader's own test of a shared
-     * GPU's paths on a machine without one, tests/grader/split.sh) */
-    const char *split_test = getenv("FUSIONLAB_GRADE_SPLIT_TEST");
-    int split_on = split_test && strcmp(split_test, "1") == 0;
-    g.overlap = !no_overlap && (g.gpu || split_on);
     if (g.ready && gpu_lock_open(&g) != 0) {
         g.ready = 0;
         g.setup_error = xstrdup("the grader could not open the lock of the GPU it shares with "
@@ -823,7 +812,10 @@ int main(int argc, char **argv)
     }
 
     if (g.ready && keys_derive(&g, "reference", NULL, &g.reference_keys) != 0) g.ready = 0;
-    if (g.ready && (g.gpu || (g.gpu_lock && split_on))) {
+    /* (FUSIONLAB_GRADE_SPLIT_TEST=1: the grader's own test of a shared
+     * GPU's paths on a machine without one, tests/grader/split.sh) */
+    const char *split_test = getenv("FUSIONLAB_GRADE_SPLIT_TEST");
+    if (g.ready && (g.gpu || (g.gpu_lock && split_test && strcmp(split_test, "1") == 0))) {
         reference_for_batch(&g);
         for (int i = 0; i < g.reference_notes.n; ++i)
             fprintf(stderr, "   %s\n", g.reference_notes.v[i]);

@@ -85,13 +85,7 @@ typedef struct {
     int shard_i, shard_n; /* --shard I/N (shard_n 0: the whole batch) */
     char *gpu_lock;      /* --gpu-lock DIR: workers share this GPU (gpulock.c),
                             or NULL: the worker has it to itself */
-    int overlap;         /* the worked solution's runs of the verify stage go
-                            beside the student's steps (a child grader), not
-                            after them: on unless --no-overlap, with a GPU */
-    char *lock_dir;      /* the lock in use: gpu_lock, or WORK/gpu-own when
-                            only this worker's own steps share the GPU
-                            (overlap), or NULL: none */
-    int gpu_fd, gate_fd; /* LOCK_DIR/gpu and LOCK_DIR/gate, open (close-on-exec) */
+    int gpu_fd, gate_fd; /* DIR/gpu and DIR/gate, open (close-on-exec) */
     double gpu_waited_s; /* all the waits for the GPU so far */
     int ready;           /* the scratch build is configured */
     char *setup_error;   /* why it is not */
@@ -130,9 +124,6 @@ typedef struct {
     int n_checks;
     double score, max;
     double build_s, run_s, verify_s;
-    int verify_beside;   /* the worked solution's runs went beside the other
-                            stages (a child grader): verify_s overlaps them */
-    double verify_wait_s; /* then, how long the lesson waited for them */
     double scan_s, audit_s; /* the object scan; the speed audit under Nsight Compute */
     double sanitizer_s;  /* the sanitizer stage */
     double gpu_wait_s;   /* waiting for the GPU (other workers' steps on it) */
@@ -155,14 +146,11 @@ typedef struct {
     submission_keys keys;
 } submission;
 
-/* gpulock.c: several workers on one GPU, or one worker's overlapping
- * steps. gpu_hold waits (outside every time limit) until the GPU may be
- * used as asked and returns the seconds it waited; without a lock it
- * returns 0 at once. gpu_lock_reopen: a forked child's own descriptors (a
- * flock belongs to the open file, which a child shares with its parent). */
+/* gpulock.c: several workers on one GPU. gpu_hold waits (outside every
+ * time limit) until the GPU may be used as asked and returns the seconds it
+ * waited; without --gpu-lock it returns 0 at once. */
 typedef enum { GPU_SHARED, GPU_ALONE } gpu_use;
 int gpu_lock_open(grader *g);
-int gpu_lock_reopen(grader *g);
 double gpu_hold(grader *g, gpu_use use);
 void gpu_release(grader *g);
 

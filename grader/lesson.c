@@ -88,10 +88,7 @@ char *stage_times(const lesson_result *lr)
               {"speed audit", lr->audit_s}};
     for (size_t i = 0; i < sizeof st / sizeof st[0]; ++i)
         if (st[i].s > 0) sbuf_addf(&b, "%s%s %.1f s", b.len ? ", " : "", st[i].name, st[i].s);
-    if (lr->verify_s > 0 && lr->verify_beside)
-        sbuf_addf(&b, "%sverifying %.1f s beside the other stages (%.1f s waited for it)", b.len ? ", " : "",
-                  lr->verify_s, lr->verify_wait_s);
-    else if (lr->verify_s > 0)
+    if (lr->verify_s > 0)
         sbuf_addf(&b, "%sverifying %.1f s", b.len ? ", " : "", lr->verify_s);
     if (lr->sanitizer_s > 0)
         sbuf_addf(&b, "%ssanitizer %.1f s", b.len ? ", " : "", lr->sanitizer_s);
@@ -232,33 +229,24 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
             strlist_add(&suites, rl->checks[i].suite);
     char *binary = xstrdup(li->b.test_bin);
     char **evidence = NULL;
-    /* the worked solution's runs on the same inputs, against which the
-     * report is verified, start now, beside the student's steps (a child
-     * grader; --no-overlap: after them). Every step on the GPU holds it
-     * shared or alone through one lock (gpulock.c): what times, profiles or
-     * reads the free memory runs alone, student's or worked solution's; a
-     * case of either that did not pass beside the other runs again alone
-     * before it counts, so that the student's code can cost the worked
-     * solution's runs time, never a case (a case that ran but compared
-     * nothing is taken on the report's word: verify.c) */
-    trusted_job tj;
-    trusted_start(g, s, lr, &suites, progress, &tj);
     suite_run *runs = run_suites(g, s, lr, binary, &suites, progress, &evidence);
-    int claims = 0;
-    for (int i = 0; i < suites.n; ++i)
-        for (int c = 0; c < runs[i].n; ++c) claims |= runs[i].cases[c].status == CR_PASSED;
-    if (!claims) trusted_cancel(&tj); /* nothing to bear out */
     /* 5: the speed claims against the GPU's own clock (alone on the GPU);
-     * the sanitizer, once, when a sanitizer check is worth points; then
-     * the verify stage's verdict */
+     * then the worked solution's runs on the same inputs, against which the
+     * report is verified; then the sanitizer, once, when a sanitizer check
+     * is worth points. One after another: no code of
+     * the student's runs while the worked solution's do (the student's
+     * code under the sanitizer could otherwise take the GPU's memory or
+     * time from them, so that cases of theirs fail or time out, and a case
+     * of the worked solution that ran but compared nothing is taken on the
+     * report's word: verify.c) */
     t = now_s();
     char *unaudited = audit_speed(g, s, lr, binary, &suites, runs, progress);
     lr->audit_s = now_s() - t;
+    char *unverified = verify_runs(g, s, lr, &suites, runs, evidence, progress);
     t = now_s();
     sanitizer_run san = {ST_NOT_RUN, NULL};
     run_sanitizer(g, s, lr, binary, runs, suites.n, progress, &san);
     lr->sanitizer_s = now_s() - t;
-    char *unverified = verify_runs(g, s, lr, &suites, runs, evidence, progress, &tj);
     free(binary);
 
     /* 6: scores */

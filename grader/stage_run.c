@@ -1,11 +1,10 @@
 /* grader/stage_run.c — the run stage: each suite the rubric names on its
- * own (a --filter per suite), with Criterion's JSON report, the speed log
- * and a hard wall-clock limit; a suite killed at its limit costs only
- * itself. The worked solution's runs on the same suites and inputs (the
- * verify stage), one suite after another, in a child grader beside the
- * student's steps (trusted_start) or after them. When the rubric gives the
- * sanitizer check points, the test program under compute-sanitizer
- * (tools/sanitize, its own limit).
+ * own (a --filter per suite), one test at a time, with Criterion's JSON
+ * report, the speed log and a hard wall-clock limit; a suite killed at its
+ * limit costs only itself. The worked solution's runs on the same suites
+ * and inputs (verify_runs), one suite after another. Then, last, when the
+ * rubric gives the sanitizer check points, the test program under
+ * compute-sanitizer (tools/sanitize, its own limit).
  */
 #define _XOPEN_SOURCE 700
 #include "stages.h"
@@ -13,12 +12,9 @@
 
 #include <cJSON.h>
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define TEST_OUTPUT_KEEP (2u << 20) /* head and tail of a suite's output kept */
@@ -590,7 +586,7 @@ static void run_suite_gpu(grader *g, lesson_result *lr, step_kind kind,
     /* (no GPU: nothing to share; FUSIONLAB_GRADE_SPLIT_TEST, the grader's
      * own test of this path on a machine without one: tests/grader/split.sh) */
     const char *split_test = getenv("FUSIONLAB_GRADE_SPLIT_TEST");
-    if ((g->gpu_fd < 0 && g->test_jobs <= 1) ||
+    if ((g->gpu_lock == NULL && g->test_jobs <= 1) ||
         (!g->gpu && !(split_test && strcmp(split_test, "1") == 0))) {
         run_suite(g, kind, keys, binary, suite, timeout, sr, log_out, evidence_out);
         return;
@@ -737,23 +733,27 @@ suite_run *run_suites(grader *g, submission *s, lesson_result *lr, const char *b
     return runs;
 }
 
-/* ---- 4c. the worked solution's runs: the verify stage ------------------------- */
-
-/* The worked solution's test program on the suites whose student run
- * claims a pass (want[i]), on the same inputs, sandboxed too; each part
- * holds the GPU as the student's did (alone where the rubric says so: a
- * test that sizes its inputs by the free memory must pick the size it
- * picked there; shared otherwise, a case that did not pass then run again
- * alone). The "verify_once" suites are counted from the reference's run. */
-static void trusted_suites(grader *g, submission *s, lesson_result *lr, const strlist *suites,
-                           const int *want, const char *progress, suite_run *tru, char **tev)
+/* The worked solution's test program on the same suites and inputs as the
+ * student's runs, sandboxed too, one suite after another (alone on the GPU,
+ * as the student's ran: a test that sizes its inputs by the free memory
+ * must pick the size it picked there); then verify_lesson(). NULL when
+ * every pass the student's report claims is borne out, else why not. */
+char *verify_runs(grader *g, submission *s, lesson_result *lr, const strlist *suites,
+                  const suite_run *runs, char *const *evidence, const char *progress)
 {
     const lesson_info *li = lr->li;
+    if (li->solution_test == NULL)
+        return xstrdup("this course tree has no worked solution to verify the report against");
+    char *binary = xstrdup(li->b.solution_test_bin);
+    suite_run *tru = xcalloc((size_t)(suites->n + 1), sizeof *tru);
+    char **tev = xcalloc((size_t)(suites->n + 1), sizeof *tev);
+    double t0 = now_s();
     for (int i = 0; i < suites->n; ++i) {
-        if (!want[i] || proc_interrupted()) { /* nothing to bear out */
+        int claims = 0;
+        for (int c = 0; c < runs[i].n; ++c) claims |= runs[i].cases[c].status == CR_PASSED;
+        if (!claims) { /* nothing to bear out */
             tru[i].suite = xstrdup(suites->v[i]);
-            tru[i].state = want[i] ? SR_NOT_RUN : SR_OK;
-            if (want[i]) tru[i].why = xstrdup("grading was interrupted");
+            tru[i].state = SR_OK;
             continue;
         }
         const trusted_count *once = rubric_verify_once(lr->rl, suites->v[i])
@@ -777,213 +777,10 @@ static void trusted_suites(grader *g, submission *s, lesson_result *lr, const st
         }
         fprintf(stderr, "%s: verifying %s against the worked solution\n", progress,
                 suites->v[i]);
-        run_suite_gpu(g, lr, STEP_TRUSTED, &s->keys, li->b.solution_test_bin, suites->v[i],
-                      g->suite_timeout, &tru[i], NULL, &tev[i]);
+        run_suite_gpu(g, lr, STEP_TRUSTED, &s->keys, binary, suites->v[i], g->suite_timeout,
+                      &tru[i], NULL, &tev[i]);
     }
-}
-
-/* What the child grader hands back: every suite's state and cases (test and
- * status: all verify_lesson reads) and the path of its evidence. */
-static int trusted_write(const char *path, const strlist *suites, const suite_run *tru,
-                         char *const *tev, const lesson_result *lr, double elapsed)
-{
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddNumberToObject(root, "elapsed", elapsed);
-    cJSON_AddNumberToObject(root, "reruns", lr->reruns);
-    cJSON *arr = cJSON_AddArrayToObject(root, "suites");
-    for (int i = 0; i < suites->n; ++i) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "suite", suites->v[i]);
-        cJSON_AddNumberToObject(o, "state", tru[i].state);
-        if (tru[i].why) cJSON_AddStringToObject(o, "why", tru[i].why);
-        if (tev[i]) cJSON_AddStringToObject(o, "evidence", tev[i]);
-        cJSON *cs = cJSON_AddArrayToObject(o, "cases");
-        for (int c = 0; c < tru[i].n; ++c) {
-            cJSON *k = cJSON_CreateObject();
-            cJSON_AddStringToObject(k, "test", tru[i].cases[c].test);
-            cJSON_AddNumberToObject(k, "status", tru[i].cases[c].status);
-            cJSON_AddItemToArray(cs, k);
-        }
-        cJSON_AddItemToArray(arr, o);
-    }
-    char *text = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    char *tmp = xasprintf("%s.part", path);
-    FILE *f = text ? fopen(tmp, "w") : NULL;
-    int ok = f && fputs(text, f) >= 0;
-    if (f && fclose(f) != 0) ok = 0;
-    ok = ok && rename(tmp, path) == 0;
-    free(text);
-    free(tmp);
-    return ok ? 0 : -1;
-}
-
-/* Read it back: 0, or -1 (nothing kept) when it is not whole or names other
- * suites. */
-static int trusted_read(const char *path, const strlist *suites, suite_run *tru, char **tev,
-                        int *reruns, double *elapsed)
-{
-    char *text = read_step_file(path, 64u << 20, NULL, NULL);
-    cJSON *root = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "suites");
-    const cJSON *rr = cJSON_GetObjectItemCaseSensitive(root, "reruns");
-    const cJSON *el = cJSON_GetObjectItemCaseSensitive(root, "elapsed");
-    int ok = cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == suites->n && cJSON_IsNumber(rr) &&
-             cJSON_IsNumber(el);
-    for (int i = 0; ok && i < suites->n; ++i) {
-        const cJSON *o = cJSON_GetArrayItem(arr, i);
-        const cJSON *su = cJSON_GetObjectItemCaseSensitive(o, "suite");
-        const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "state");
-        const cJSON *why = cJSON_GetObjectItemCaseSensitive(o, "why");
-        const cJSON *ev = cJSON_GetObjectItemCaseSensitive(o, "evidence");
-        const cJSON *cs = cJSON_GetObjectItemCaseSensitive(o, "cases");
-        ok = cJSON_IsString(su) && strcmp(su->valuestring, suites->v[i]) == 0 &&
-             cJSON_IsNumber(st) && st->valueint >= SR_OK && st->valueint <= SR_NO_REPORT &&
-             cJSON_IsArray(cs);
-        if (!ok) break;
-        tru[i].suite = xstrdup(suites->v[i]);
-        tru[i].state = (suite_state)st->valueint;
-        tru[i].why = cJSON_IsString(why) ? xstrdup(why->valuestring) : NULL;
-        tev[i] = cJSON_IsString(ev) ? xstrdup(ev->valuestring) : NULL;
-        int n = cJSON_GetArraySize(cs);
-        tru[i].cases = xcalloc((size_t)n + 1, sizeof *tru[i].cases);
-        for (int c = 0; c < n && ok; ++c) {
-            const cJSON *k = cJSON_GetArrayItem(cs, c);
-            const cJSON *t = cJSON_GetObjectItemCaseSensitive(k, "test");
-            const cJSON *ks = cJSON_GetObjectItemCaseSensitive(k, "status");
-            ok = cJSON_IsString(t) && cJSON_IsNumber(ks) && ks->valueint >= CR_PASSED &&
-                 ks->valueint <= CR_KILLED; /* (the last of cr_status) */
-            if (!ok) break;
-            tru[i].cases[c].test = xstrdup(t->valuestring);
-            tru[i].cases[c].status = (cr_status)ks->valueint;
-            tru[i].cases[c].message = xstrdup("");
-            tru[i].cases[c].extra = xstrdup("");
-            tru[i].n = c + 1;
-        }
-    }
-    if (ok) {
-        *reruns = rr->valueint;
-        *elapsed = el->valuedouble;
-    }
-    cJSON_Delete(root);
-    return ok ? 0 : -1;
-}
-
-void trusted_start(grader *g, submission *s, lesson_result *lr, const strlist *suites,
-                   const char *progress, trusted_job *tj)
-{
-    memset(tj, 0, sizeof *tj);
-    tj->pid = -1;
-    if (!g->overlap || lr->li->solution_test == NULL || proc_interrupted()) return;
-    char *name = xasprintf("trusted-%s.json", lr->li->number);
-    tj->path = path_join(g->work, name); /* the grader's: no sandbox binds --work */
-    free(name);
-    unlink(tj->path);
-    fflush(NULL); /* nothing buffered is written twice */
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0) {
-        fprintf(stderr, "%s: cannot fork the verify stage (%s): it runs after the others\n",
-                progress, strerror(errno));
-        return;
-    }
-    if (pid == 0) {
-        /* the child grader: the worked solution's runs, with a lock of its
-         * own, gone with the grader */
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() != parent || gpu_lock_reopen(g) != 0) _exit(3);
-        int *want = xcalloc((size_t)suites->n + 1, sizeof *want);
-        for (int i = 0; i < suites->n; ++i) want[i] = 1;
-        suite_run *tru = xcalloc((size_t)(suites->n + 1), sizeof *tru);
-        char **tev = xcalloc((size_t)(suites->n + 1), sizeof *tev);
-        lr->reruns = 0;
-        double t0 = now_s();
-        trusted_suites(g, s, lr, suites, want, progress, tru, tev);
-        int rc = proc_interrupted() ? 4
-                 : trusted_write(tj->path, suites, tru, tev, lr, now_s() - t0) == 0 ? 0 : 5;
-        _exit(rc);
-    }
-    tj->pid = pid;
-}
-
-void trusted_cancel(trusted_job *tj)
-{
-    if (tj->pid > 0) {
-        kill(tj->pid, SIGTERM);
-        while (waitpid(tj->pid, NULL, 0) < 0 && errno == EINTR) {
-        }
-        tj->pid = -1;
-    }
-    if (tj->path) unlink(tj->path);
-    free(tj->path);
-    tj->path = NULL;
-}
-
-/* The worked solution's runs (the child's, else run here, after the other
- * stages), then verify_lesson(). NULL when every pass the student's report
- * claims is borne out, else why not. */
-char *verify_runs(grader *g, submission *s, lesson_result *lr, const strlist *suites,
-                  const suite_run *runs, char *const *evidence, const char *progress,
-                  trusted_job *tj)
-{
-    const lesson_info *li = lr->li;
-    if (li->solution_test == NULL) {
-        if (tj) trusted_cancel(tj);
-        return xstrdup("this course tree has no worked solution to verify the report against");
-    }
-    int *want = xcalloc((size_t)suites->n + 1, sizeof *want);
-    for (int i = 0; i < suites->n; ++i)
-        for (int c = 0; c < runs[i].n; ++c) want[i] |= runs[i].cases[c].status == CR_PASSED;
-    suite_run *tru = xcalloc((size_t)(suites->n + 1), sizeof *tru);
-    char **tev = xcalloc((size_t)(suites->n + 1), sizeof *tev);
-    int have = 0;
-    if (tj && tj->pid > 0) {
-        double tw = now_s();
-        int status = 0;
-        pid_t w;
-        while ((w = waitpid(tj->pid, &status, 0)) < 0 && errno == EINTR)
-            if (proc_interrupted()) kill(tj->pid, SIGTERM);
-        tj->pid = -1;
-        int reruns = 0;
-        double elapsed = 0.0;
-        if (w > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-            trusted_read(tj->path, suites, tru, tev, &reruns, &elapsed) == 0) {
-            have = 1;
-            lr->verify_beside = 1;
-            lr->verify_s = elapsed;
-            lr->verify_wait_s = now_s() - tw;
-            lr->reruns += reruns;
-            for (int i = 0; i < suites->n; ++i)
-                if (!want[i]) { /* nothing to bear out: as if it had not run */
-                    suite_run_free(&tru[i]);
-                    memset(&tru[i], 0, sizeof tru[i]);
-                    tru[i].suite = xstrdup(suites->v[i]);
-                    tru[i].state = SR_OK;
-                    free(tev[i]);
-                    tev[i] = NULL;
-                }
-        } else {
-            for (int i = 0; i < suites->n; ++i) {
-                suite_run_free(&tru[i]);
-                free(tev[i]);
-            }
-            memset(tru, 0, (size_t)suites->n * sizeof *tru);
-            memset(tev, 0, (size_t)suites->n * sizeof *tev);
-            if (!proc_interrupted())
-                strlist_addf(&lr->notes, "the verify stage's runs beside the other stages did "
-                             "not come back (%s): they ran again after them",
-                             w <= 0 ? "no child" : WIFEXITED(status)
-                                                       ? "its results were not whole"
-                                                       : "the child grader was killed");
-        }
-    }
-    if (tj) trusted_cancel(tj); /* (its file) */
-    if (!have) {
-        double t0 = now_s();
-        trusted_suites(g, s, lr, suites, want, progress, tru, tev);
-        lr->verify_s = now_s() - t0;
-    }
+    lr->verify_s = now_s() - t0;
     char *why = verify_lesson(suites, runs, evidence, tru, tev);
     for (int i = 0; i < suites->n; ++i) {
         suite_run_free(&tru[i]);
@@ -991,7 +788,7 @@ char *verify_runs(grader *g, submission *s, lesson_result *lr, const strlist *su
     }
     free(tru);
     free(tev);
-    free(want);
+    free(binary);
     return why;
 }
 
@@ -1224,7 +1021,7 @@ void run_sanitizer(grader *g, submission *s, lesson_result *lr, const char *bina
                                           strstr(o, "could not run")
                                     : san->status == ST_NOT_RUN &&
                                           !strstr(o, "no CUDA device") && !strstr(o, "not found");
-                if ((g->gpu_fd >= 0 || g->test_jobs > 1) && g->gpu && neighbour &&
+                if ((g->gpu_lock || g->test_jobs > 1) && g->gpu && neighbour &&
                     !proc_interrupted()) {
                     /* again alone: no other worker, one test at a time */
                     free(san->output);

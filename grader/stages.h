@@ -19,7 +19,6 @@
 #include <sys/types.h>
 
 typedef enum { CR_PASSED, CR_FAILED, CR_CRASHED, CR_TIMED_OUT, CR_SKIPPED, CR_KILLED } cr_status;
-/* (CR_KILLED last, SR_NO_REPORT last: stage_run.c reads them back as numbers) */
 
 typedef struct {
     char *test;
@@ -91,23 +90,10 @@ trusted_count *trusted_once_add(grader *g, const char *lesson, const char *suite
  * NN-tests.log); an array of suites->n runs, to free with suite_run_free. */
 suite_run *run_suites(grader *g, submission *s, lesson_result *lr, const char *binary,
                       const strlist *suites, const char *progress, char ***evidence);
-/* The verify stage's runs of the worked solution, started beside the
- * student's steps (g->overlap): a child grader that runs them and writes
- * what they gave to `path`; pid -1 when none was started. */
-typedef struct {
-    pid_t pid;
-    char *path;
-} trusted_job;
-void trusted_start(grader *g, submission *s, lesson_result *lr, const strlist *suites,
-                   const char *progress, trusted_job *tj);
-/* Stop it (when the student's runs claim nothing to bear out). */
-void trusted_cancel(trusted_job *tj);
-/* The worked solution's runs on the same inputs (tj's, when it came back
- * whole; else run now), then verify_lesson: NULL when the student's report
- * claims nothing the grader cannot bear out. */
+/* The worked solution's runs on the same inputs, then verify_lesson: NULL
+ * when the student's report claims nothing the grader cannot bear out. */
 char *verify_runs(grader *g, submission *s, lesson_result *lr, const strlist *suites,
-                  const suite_run *runs, char *const *evidence, const char *progress,
-                  trusted_job *tj);
+                  const suite_run *runs, char *const *evidence, const char *progress);
 
 /* audit.c: NULL when every passing speed check's claim agrees with the
  * kernel times Nsight Compute measures; else why not (no GPU: NULL). */
