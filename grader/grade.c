@@ -374,6 +374,7 @@ static void grader_free(grader *g)
     free(g->reference.v);
     for (int i = 0; i < g->n_once; ++i) {
         free(g->once[i].suite);
+        free(g->once[i].measured);
         strlist_free(&g->once[i].ran);
     }
     free(g->once);

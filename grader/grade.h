@@ -45,6 +45,9 @@ typedef struct {
     char lesson[3];
     char *suite;
     strlist ran; /* one test name per case that ran */
+    char *measured; /* what that run measured for every submission's run of the
+                       suite (FUSIONLAB_COUNTERS_SAVE: lesson 04's DRAM
+                       counters), checked line by line; or NULL */
 } trusted_count;
 
 /* The batch. */
@@ -86,6 +89,10 @@ typedef struct {
     char *gpu_lock;      /* --gpu-lock DIR: workers share this GPU (gpulock.c),
                             or NULL: the worker has it to itself */
     int gpu_fd, gate_fd; /* DIR/gpu and DIR/gate, open (close-on-exec) */
+    char *step_env;      /* one more NAME=value for the test steps of the lesson
+                            being graded (its suites' and the worked solution's
+                            runs), or NULL */
+    char *step_ro;       /* a file those steps may read, or NULL */
     double gpu_waited_s; /* all the waits for the GPU so far */
     int ready;           /* the scratch build is configured */
     char *setup_error;   /* why it is not */

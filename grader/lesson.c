@@ -191,6 +191,33 @@ static lesson_state admit_lesson(grader *g, submission *s, const lesson_info *li
     return L_GRADED;
 }
 
+/* What the worked solution's verify_once runs measured on this GPU for
+ * lesson `num`'s suites (lesson 04's DRAM counters), handed to its test
+ * steps: WORK/measured-NN.txt, which they may read (no sandbox binds --work
+ * otherwise), named by FUSIONLAB_COUNTERS_FROM. NULL: none from now on. */
+static void lesson_measured(grader *g, const char *num)
+{
+    free(g->step_env);
+    free(g->step_ro);
+    g->step_env = g->step_ro = NULL;
+    if (num == NULL) return;
+    sbuf b = {0};
+    for (int i = 0; i < g->n_once; ++i)
+        if (strcmp(g->once[i].lesson, num) == 0 && g->once[i].measured)
+            sbuf_add(&b, g->once[i].measured);
+    if (b.len == 0) return;
+    char *name = xasprintf("measured-%s.txt", num);
+    char *path = path_join(g->work, name);
+    free(name);
+    if (write_file(path, b.s, b.len) == 0) {
+        g->step_ro = path;
+        g->step_env = xasprintf("FUSIONLAB_COUNTERS_FROM=%s", path);
+    } else {
+        free(path);
+    }
+    sbuf_free(&b);
+}
+
 void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progress)
 {
     const lesson_info *li = lr->li;
@@ -229,6 +256,7 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
             strlist_add(&suites, rl->checks[i].suite);
     char *binary = xstrdup(li->b.test_bin);
     char **evidence = NULL;
+    lesson_measured(g, li->number);
     suite_run *runs = run_suites(g, s, lr, binary, &suites, progress, &evidence);
     /* 5: the speed claims against the GPU's own clock (alone on the GPU);
      * then the worked solution's runs on the same inputs, against which the
@@ -248,6 +276,7 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
     run_sanitizer(g, s, lr, binary, runs, suites.n, progress, &san);
     lr->sanitizer_s = now_s() - t;
     free(binary);
+    lesson_measured(g, NULL);
 
     /* 6: scores */
     score_lesson(g, lr, &suites, runs, &san);
@@ -391,6 +420,8 @@ static int reference_take(grader *g, const char *num, const cJSON *les)
         if (!ok) continue;
         trusted_count *c = trusted_once_add(g, num, suite->valuestring);
         cJSON_ArrayForEach(t, ran) strlist_add(&c->ran, t->valuestring);
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "measured");
+        c->measured = cJSON_IsString(m) ? measured_lines(m->valuestring, c->ran.n) : NULL;
     }
     return 0;
 }
@@ -432,6 +463,7 @@ static cJSON *reference_entry(const grader *g, const char *num, int note0)
         cJSON *ran = cJSON_AddArrayToObject(o, "ran");
         for (int j = 0; j < g->once[i].ran.n; ++j)
             cJSON_AddItemToArray(ran, cJSON_CreateString(g->once[i].ran.v[j]));
+        if (g->once[i].measured) cJSON_AddStringToObject(o, "measured", g->once[i].measured);
         cJSON_AddItemToArray(once, o);
     }
     return les;

@@ -325,10 +325,11 @@ static void run_suite_part(grader *g, step_kind kind, const submission_keys *key
         argv[k++] = tmo;
     }
     argv[k] = NULL;
-    const char *env_set[7] = {speed_env, evidence_env, salt_env, NULL, NULL, NULL, NULL};
+    const char *env_set[8] = {speed_env, evidence_env, salt_env, NULL, NULL, NULL, NULL, NULL};
     int e = 3;
     if (seed_env) env_set[e++] = seed_env;
     if (g->no_gpu) env_set[e++] = "CUDA_VISIBLE_DEVICES=";
+    if (g->step_env) env_set[e++] = g->step_env;
     proc_opts o = {.timeout_s = timeout, .head = TEST_OUTPUT_KEEP, .tail = TEST_OUTPUT_KEEP};
     proc_result r;
     run_step(g, kind, NULL, scratch, argv, env_set, &o, &r);

@@ -86,6 +86,8 @@ void reference_verify_once(grader *g, const lesson_info *li, const rubric_lesson
 /* The kept count of (lesson, suite), or NULL; a new empty one, added. */
 const trusted_count *trusted_once(const grader *g, const char *lesson, const char *suite);
 trusted_count *trusted_once_add(grader *g, const char *lesson, const char *suite);
+/* A verify_once run's measurements (n lines, each whole), copied; or NULL. */
+char *measured_lines(const char *text, int n);
 /* Each of `suites` in turn within the lesson's time budget (its log:
  * NN-tests.log); an array of suites->n runs, to free with suite_run_free. */
 suite_run *run_suites(grader *g, submission *s, lesson_result *lr, const char *binary,

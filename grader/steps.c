@@ -104,6 +104,7 @@ int run_step(grader *g, step_kind kind, const lesson_info *li, const char *scrat
         strlist_add(&ro, g->build);
         strlist_add(&ro, tools);
         if (kind == STEP_TEST) solution_artifacts(g, 1, &hide);
+        if (g->step_ro) strlist_add(&ro, g->step_ro);
         if (scratch) strlist_add(&rw, scratch);
         st.gpu = !g->no_gpu;
         /* CUDA reserves far more address space than it uses: the data

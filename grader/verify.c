@@ -112,14 +112,22 @@ static int count_passed(const suite_run *sr, const char *test)
     return n;
 }
 
-/* The trusted run's cases of `test` that ran (passed or not: a counters
- * check of the worked solution may miss its mark while the GPU is shared,
- * but a case it skipped, for want of a GPU, could not have passed). */
-static int count_ran(const suite_run *sr, const char *test)
+/* The trusted run's cases of `test` that ran to their end, passed or failed
+ * (a counters check of the worked solution may miss its mark while the GPU
+ * is shared); a case it skipped, for want of a GPU, could not have passed,
+ * and one that crashed, timed out or was killed may have lost records it
+ * would have written (the evidence ends its process when it cannot write
+ * one): none of those vouches for a pass. *cut: those that did not end. */
+static int count_ran(const suite_run *sr, const char *test, int *cut)
 {
     int n = 0;
-    for (int i = 0; i < sr->n; ++i)
-        if (sr->cases[i].status != CR_SKIPPED && strcmp(sr->cases[i].test, test) == 0) ++n;
+    *cut = 0;
+    for (int i = 0; i < sr->n; ++i) {
+        if (strcmp(sr->cases[i].test, test) != 0) continue;
+        cr_status st = sr->cases[i].status;
+        if (st == CR_PASSED || st == CR_FAILED) ++n;
+        else if (st != CR_SKIPPED) ++*cut;
+    }
     return n;
 }
 
@@ -175,16 +183,21 @@ char *verify_lesson(const strlist *suites, const suite_run *student, char *const
         for (int t = 0; t < tests.n; ++t) {
             int claimed = count_passed(st, tests.v[t]);
             if (claimed == 0) continue;
-            int trusted_ran = count_ran(tr, tests.v[t]);
+            int cut = 0;
+            int trusted_ran = count_ran(tr, tests.v[t], &cut);
             int instances, verified;
             verify_test(&tev, &sev, suites->v[i], tests.v[t], &instances, &verified);
             int unverifiable = trusted_ran > instances ? trusted_ran - instances : 0;
             if (claimed > verified + unverifiable)
                 sbuf_addf(&why, "%s::%s: the report claims %d passing case%s; the grader can "
                           "verify %d (%d compared outputs borne out against the worked "
-                          "solution's run on the same inputs, %d that compare none)\n",
+                          "solution's run on the same inputs, %d that compare none)%s\n",
                           suites->v[i], tests.v[t], claimed, claimed == 1 ? "" : "s",
-                          verified + unverifiable, verified, unverifiable);
+                          verified + unverifiable, verified, unverifiable,
+                          cut ? "; the worked solution's own run of this test did not finish "
+                                "every case (crashed, timed out or killed: the grading "
+                                "machine's fault, not your code's; grade again)"
+                              : "");
         }
         strlist_free(&tests);
         ev_free(&tev);
@@ -213,6 +226,31 @@ trusted_count *trusted_once_add(grader *g, const char *lesson, const char *suite
     return t;
 }
 
+/* `text` when it is `n` whole lines of "name rows cols read write kernels"
+ * (a copy), else NULL: nothing is handed on that the run did not write whole,
+ * one line per case that ran. */
+char *measured_lines(const char *text, int n)
+{
+    if (text == NULL || n <= 0) return NULL;
+    int lines = 0;
+    for (const char *p = text; *p;) {
+        const char *e = strchr(p, '\n');
+        if (e == NULL || e - p > 200) return NULL;
+        char line[256], name[64], tail;
+        unsigned long long r, c;
+        double rd, wr;
+        int nk;
+        memcpy(line, p, (size_t)(e - p));
+        line[e - p] = '\0';
+        if (sscanf(line, "%63s %llu %llu %lf %lf %d %c", name, &r, &c, &rd, &wr, &nk, &tail) != 6 ||
+            r == 0 || c == 0 || !(rd > 0) || !(wr > 0) || nk <= 0)
+            return NULL;
+        ++lines;
+        p = e + 1;
+    }
+    return lines == n ? xstrdup(text) : NULL;
+}
+
 void reference_verify_once(grader *g, const lesson_info *li, const rubric_lesson *rl)
 {
     if (rl == NULL || li->b.solution_test_bin == NULL || !is_file(li->b.solution_test_bin))
@@ -224,18 +262,31 @@ void reference_verify_once(grader *g, const lesson_info *li, const rubric_lesson
                 "for every submission's verify stage)\n", li->number, suite);
         suite_run sr;
         char *ev_path = NULL;
+        /* what the run measures, for every submission's run of the suite:
+         * a file in the run's own folder (its working directory there) */
+        g->step_env = xstrdup("FUSIONLAB_COUNTERS_SAVE=measured.txt");
         gpu_hold(g, GPU_ALONE);
         run_suite(g, STEP_TRUSTED, &g->reference_keys, li->b.solution_test_bin, suite,
                   g->suite_timeout, &sr, NULL, &ev_path);
         gpu_release(g);
+        free(g->step_env);
+        g->step_env = NULL;
+        char *measured_path = xasprintf("%s/trusted-%s/measured.txt", g->run_dir, suite);
+        char *measured = read_step_file(measured_path, 1u << 20, NULL, NULL);
+        free(measured_path);
         ev_set ev;
         ev_load(ev_path, &ev);
-        int ran = 0;
-        for (int c = 0; c < sr.n; ++c) ran += sr.cases[c].status != CR_SKIPPED;
-        if (sr.state != SR_OK || sr.n == 0) {
+        int ran = 0, ended = 0;
+        for (int c = 0; c < sr.n; ++c) {
+            ran += sr.cases[c].status != CR_SKIPPED;
+            ended += sr.cases[c].status == CR_PASSED || sr.cases[c].status == CR_FAILED;
+        }
+        if (sr.state != SR_OK || sr.n == 0 || ended != ran) {
             strlist_addf(&g->reference_notes, "lesson %s %s: the worked solution's run did not "
                          "finish (%s): each submission's verify stage runs it", li->number,
-                         suite, sr.why ? sr.why : "no report");
+                         suite, sr.why                ? sr.why
+                                : sr.state != SR_OK ? "no report"
+                                                    : "a case crashed, timed out or was killed");
         } else if (ran != 0 && ran != sr.n) {
             /* some cases skipped and some not: not the GPU's word alone (a
              * glitch here would count against every submission of the batch) */
@@ -248,12 +299,17 @@ void reference_verify_once(grader *g, const lesson_info *li, const rubric_lesson
                          li->number, suite, ev.n);
         } else {
             trusted_count *t = trusted_once_add(g, li->number, suite);
-            for (int c = 0; c < sr.n; ++c)
+            for (int c = 0; c < sr.n; ++c) /* (each ran to its end, or skipped) */
                 if (sr.cases[c].status != CR_SKIPPED) strlist_add(&t->ran, sr.cases[c].test);
+            t->measured = measured_lines(measured, ran);
             strlist_addf(&g->reference_notes, "lesson %s %s: the worked solution ran %d of its %d "
                          "cases on this GPU, comparing no output array: every submission's "
-                         "verify stage counts on that run", li->number, suite, ran, sr.n);
+                         "verify stage counts on that run%s", li->number, suite, ran, sr.n,
+                         t->measured ? "; every submission's run takes what it measured "
+                                       "(FUSIONLAB_COUNTERS_FROM)"
+                                     : "");
         }
+        free(measured);
         ev_free(&ev);
         free(ev_path);
         suite_run_free(&sr);

@@ -405,14 +405,20 @@ static void copy_name(char *dst, size_t cap, const char *src)
 }
 
 /* One record per comparison, written with one write() on a descriptor
- * opened for appending: the grader reads whole records only. */
+ * opened for appending: the grader reads whole records only. A record that
+ * cannot be made or written ends the test process (abort): a case that
+ * passed without its records would look, to the grader, like one that
+ * compared nothing, which the worked solution's run vouches for. */
 static void evidence_observer(const float *got, const double *want, size_t n,
                               const fl_compare_opts *o, const fl_compare_result *r)
 {
     size_t m = fl_evidence_count(n);
     size_t bytes = sizeof(fl_evidence_head) + m * sizeof(fl_evidence_sample);
     unsigned char *rec = calloc(1, bytes);
-    if (rec == NULL) return;
+    if (rec == NULL) {
+        fprintf(stderr, "FUSIONLAB_EVIDENCE: no memory for a record\n");
+        abort();
+    }
     fl_evidence_head *h = (fl_evidence_head *)rec;
     memcpy(h->magic, FL_EVIDENCE_MAGIC, sizeof FL_EVIDENCE_MAGIC);
     copy_name(h->suite, sizeof h->suite, criterion_current_suite ? criterion_current_suite->name : "");
@@ -432,8 +438,10 @@ static void evidence_observer(const float *got, const double *want, size_t n,
         s[k].want = want[i];
         s[k].got = got[i];
     }
-    if (write(g_evidence_fd, rec, bytes) != (ssize_t)bytes)
+    if (write(g_evidence_fd, rec, bytes) != (ssize_t)bytes) {
         fprintf(stderr, "FUSIONLAB_EVIDENCE: a record could not be written\n");
+        abort();
+    }
     free(rec);
 }
 
@@ -444,9 +452,9 @@ __attribute__((constructor)) static void evidence_init(void)
     const char *salt = getenv("FUSIONLAB_EVIDENCE_SALT");
     g_evidence_salt = salt ? strtoull(salt, NULL, 16) : 0;
     g_evidence_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-    if (g_evidence_fd < 0) {
+    if (g_evidence_fd < 0) { /* no test may pass without its records */
         fprintf(stderr, "FUSIONLAB_EVIDENCE: cannot open %s\n", path);
-        return;
+        _exit(70);
     }
     fl_compare_set_observer(evidence_observer);
 }

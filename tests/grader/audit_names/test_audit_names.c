@@ -206,9 +206,55 @@ int main(int argc, char **argv)
         }
     }
 
+    /* a case of the worked solution's run that did not end (crashed, timed
+     * out, killed) vouches for no pass; one that ran to its end and
+     * compared nothing does */
+    {
+        cr_case tc[2] = {{"t", CR_PASSED, "", ""}, {"t", CR_CRASHED, "", ""}};
+        cr_case sc[2] = {{"t", CR_PASSED, "", ""}, {"t", CR_PASSED, "", ""}};
+        suite_run tr = {.suite = "s", .state = SR_OK, .cases = tc, .n = 2};
+        suite_run st = {.suite = "s", .state = SR_OK, .cases = sc, .n = 2};
+        strlist suites = {0};
+        strlist_add(&suites, "s");
+        char *none[1] = {NULL};
+        char *why = verify_lesson(&suites, &st, none, &tr, none);
+        EXPECT(why && strstr(why, "did not finish every case"),
+               "a crashed trusted case vouched for a pass: %s", why ? why : "(borne out)");
+        free(why);
+        tc[1].status = CR_FAILED;
+        why = verify_lesson(&suites, &st, none, &tr, none);
+        EXPECT(why == NULL, "two trusted cases that ran to their end did not vouch: %s", why);
+        free(why);
+        strlist_free(&suites);
+    }
+
+    /* what a verify_once run measured is handed on only whole */
+    {
+        static const struct {
+            const char *text;
+            int n, whole;
+        } cases[] = {
+            {"softmax_fused 32768 4096 536870912 536870912 1\n", 1, 1},
+            {"a 1 2 3 4 1\nb 5 6 7.5e8 8 2\n", 2, 1},
+            {"a 1 2 3 4 1\nb 5 6 7 8 2\n", 3, 0},       /* a case that ran left no line */
+            {"a 1 2 3 4 1\nb 5 6 7 8", 2, 0},           /* cut short */
+            {"a 1 2 3 4 1 extra\n", 1, 0},
+            {"a 0 2 3 4 1\n", 1, 0},                    /* no rows */
+            {"a 1 2 -3 4 1\n", 1, 0},                   /* bytes must be counted */
+            {"a 1 2 nan 4 1\n", 1, 0},
+            {"", 0, 0},
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+            char *m = measured_lines(cases[i].text, cases[i].n);
+            EXPECT((m != NULL) == cases[i].whole, "measured_lines case %zu: got %s, want %s", i,
+                   m ? "taken" : "refused", cases[i].whole ? "taken" : "refused");
+            free(m);
+        }
+    }
+
     if (failures == 0)
         printf("PASS: a static kernel is the student's; one named like a harness kernel stays in "
                "the profile and is a name clash; an extern \"C\" kernel is the student's; a kernel trace "
-               "is taken only whole; the verdicts on claims hold\n");
+               "is taken only whole; the verdicts on claims hold; measurements are handed on only whole; a trusted case that did not end vouches for nothing\n");
     return failures ? 1 : 0;
 }
