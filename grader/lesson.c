@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 const char *lesson_state_name(lesson_state s)
@@ -209,7 +210,8 @@ static void lesson_measured(grader *g, const char *num)
     char *name = xasprintf("measured-%s.txt", num);
     char *path = path_join(g->work, name);
     free(name);
-    if (write_file(path, b.s, b.len) == 0) {
+    /* (readable by the sandbox's user whatever the umask) */
+    if (write_file(path, b.s, b.len) == 0 && chmod(path, 0644) == 0) {
         g->step_ro = path;
         g->step_env = xasprintf("FUSIONLAB_COUNTERS_FROM=%s", path);
     } else {
@@ -270,7 +272,8 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
     t = now_s();
     char *unaudited = audit_speed(g, s, lr, binary, &suites, runs, progress);
     lr->audit_s = now_s() - t;
-    char *unverified = verify_runs(g, s, lr, &suites, runs, evidence, progress);
+    int grader_fault = 0;
+    char *unverified = verify_runs(g, s, lr, &suites, runs, evidence, progress, &grader_fault);
     t = now_s();
     sanitizer_run san = {ST_NOT_RUN, NULL};
     run_sanitizer(g, s, lr, binary, runs, suites.n, progress, &san);
@@ -283,7 +286,20 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
     if (unverified || unaudited) {
         lr->score = 0.0;
         free(lr->summary);
-        if (unverified)
+        if (unverified && grader_fault)
+            /* the worked solution's own run fell short: no verdict on the
+             * student (0 with "claims more than can be verified" would read
+             * as cheating); grade again */
+            lesson_fail(lr, L_SETUP_FAILED, ST_NOT_RUN,
+                        xstrdup("not graded: the worked solution's run on the same inputs did "
+                                "not finish (the grading machine's fault, not your code's); "
+                                "grade again"),
+                        xasprintf("The grader re-judges every output your tests compared "
+                                  "against the worked solution's run on the same inputs, and "
+                                  "that run fell short:\n%s", unverified),
+                        "not run: the worked solution's run on the same inputs did not finish "
+                        "(grade again)");
+        else if (unverified)
             lesson_fail(lr, L_UNVERIFIED, ST_FAILED,
                         xstrdup("0: the test report claims more than the grader can verify"),
                         xasprintf("The grader re-judges every output your tests compared "

@@ -740,8 +740,10 @@ suite_run *run_suites(grader *g, submission *s, lesson_result *lr, const char *b
  * must pick the size it picked there); then verify_lesson(). NULL when
  * every pass the student's report claims is borne out, else why not. */
 char *verify_runs(grader *g, submission *s, lesson_result *lr, const strlist *suites,
-                  const suite_run *runs, char *const *evidence, const char *progress)
+                  const suite_run *runs, char *const *evidence, const char *progress,
+                  int *grader_fault)
 {
+    *grader_fault = 0;
     const lesson_info *li = lr->li;
     if (li->solution_test == NULL)
         return xstrdup("this course tree has no worked solution to verify the report against");
@@ -782,7 +784,7 @@ char *verify_runs(grader *g, submission *s, lesson_result *lr, const strlist *su
                       &tru[i], NULL, &tev[i]);
     }
     lr->verify_s = now_s() - t0;
-    char *why = verify_lesson(suites, runs, evidence, tru, tev);
+    char *why = verify_lesson(suites, runs, evidence, tru, tev, grader_fault);
     for (int i = 0; i < suites->n; ++i) {
         suite_run_free(&tru[i]);
         free(tev[i]);

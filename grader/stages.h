@@ -95,7 +95,8 @@ suite_run *run_suites(grader *g, submission *s, lesson_result *lr, const char *b
 /* The worked solution's runs on the same inputs, then verify_lesson: NULL
  * when the student's report claims nothing the grader cannot bear out. */
 char *verify_runs(grader *g, submission *s, lesson_result *lr, const strlist *suites,
-                  const suite_run *runs, char *const *evidence, const char *progress);
+                  const suite_run *runs, char *const *evidence, const char *progress,
+                  int *grader_fault);
 
 /* audit.c: NULL when every passing speed check's claim agrees with the
  * kernel times Nsight Compute measures; else why not (no GPU: NULL). */
@@ -103,8 +104,11 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
                   const strlist *suites, const suite_run *runs, const char *progress);
 
 /* verify.c */
+/* *grader_fault (when not NULL): 1 when every shortfall may be the trusted
+ * run's (a suite of it that did not finish, its evidence damaged, cases of
+ * it that did not end), so that the lesson is not graded rather than 0. */
 char *verify_lesson(const strlist *suites, const suite_run *student, char *const *student_ev,
-                    const suite_run *trusted, char *const *trusted_ev);
+                    const suite_run *trusted, char *const *trusted_ev, int *grader_fault);
 /* The sanitizer stage: compute-sanitizer on the test program, once, when a
  * sanitizer check of the rubric is worth points (not after a suite ran
  * past its limit); otherwise san is left as it is. */

@@ -160,9 +160,10 @@ static void verify_test(const ev_set *tru, ev_set *stu, const char *suite, const
 }
 
 char *verify_lesson(const strlist *suites, const suite_run *student, char *const *student_ev,
-                    const suite_run *trusted, char *const *trusted_ev)
+                    const suite_run *trusted, char *const *trusted_ev, int *grader_fault)
 {
     sbuf why = {0};
+    int theirs = 0; /* a shortfall that no failure of the trusted run explains */
     for (int i = 0; i < suites->n; ++i) {
         const suite_run *st = &student[i], *tr = &trusted[i];
         if (tr->state != SR_OK) {
@@ -188,6 +189,7 @@ char *verify_lesson(const strlist *suites, const suite_run *student, char *const
             int instances, verified;
             verify_test(&tev, &sev, suites->v[i], tests.v[t], &instances, &verified);
             int unverifiable = trusted_ran > instances ? trusted_ran - instances : 0;
+            if (claimed > verified + unverifiable + cut) theirs = 1;
             if (claimed > verified + unverifiable)
                 sbuf_addf(&why, "%s::%s: the report claims %d passing case%s; the grader can "
                           "verify %d (%d compared outputs borne out against the worked "
@@ -203,6 +205,7 @@ char *verify_lesson(const strlist *suites, const suite_run *student, char *const
         ev_free(&tev);
         ev_free(&sev);
     }
+    if (grader_fault) *grader_fault = why.len > 0 && !theirs;
     return why.len ? sbuf_take(&why) : (sbuf_free(&why), NULL);
 }
 
@@ -264,22 +267,24 @@ void reference_verify_once(grader *g, const lesson_info *li, const rubric_lesson
         char *ev_path = NULL;
         /* what the run measures, for every submission's run of the suite:
          * a file in the run's own folder (its working directory there) */
+        char *outer_env = g->step_env;
         g->step_env = xstrdup("FUSIONLAB_COUNTERS_SAVE=measured.txt");
         gpu_hold(g, GPU_ALONE);
         run_suite(g, STEP_TRUSTED, &g->reference_keys, li->b.solution_test_bin, suite,
                   g->suite_timeout, &sr, NULL, &ev_path);
         gpu_release(g);
         free(g->step_env);
-        g->step_env = NULL;
+        g->step_env = outer_env;
         char *measured_path = xasprintf("%s/trusted-%s/measured.txt", g->run_dir, suite);
         char *measured = read_step_file(measured_path, 1u << 20, NULL, NULL);
         free(measured_path);
         ev_set ev;
         ev_load(ev_path, &ev);
-        int ran = 0, ended = 0;
+        int ran = 0, ended = 0, passed = 0;
         for (int c = 0; c < sr.n; ++c) {
             ran += sr.cases[c].status != CR_SKIPPED;
             ended += sr.cases[c].status == CR_PASSED || sr.cases[c].status == CR_FAILED;
+            passed += sr.cases[c].status == CR_PASSED;
         }
         if (sr.state != SR_OK || sr.n == 0 || ended != ran) {
             strlist_addf(&g->reference_notes, "lesson %s %s: the worked solution's run did not "
@@ -301,13 +306,19 @@ void reference_verify_once(grader *g, const lesson_info *li, const rubric_lesson
             trusted_count *t = trusted_once_add(g, li->number, suite);
             for (int c = 0; c < sr.n; ++c) /* (each ran to its end, or skipped) */
                 if (sr.cases[c].status != CR_SKIPPED) strlist_add(&t->ran, sr.cases[c].test);
-            t->measured = measured_lines(measured, ran);
+            /* what it measured is handed on only when the worked solution's
+             * models matched every measurement: a counter that misread here
+             * would fail every honest model of the batch */
+            t->measured = passed == ran ? measured_lines(measured, ran) : NULL;
             strlist_addf(&g->reference_notes, "lesson %s %s: the worked solution ran %d of its %d "
                          "cases on this GPU, comparing no output array: every submission's "
                          "verify stage counts on that run%s", li->number, suite, ran, sr.n,
-                         t->measured ? "; every submission's run takes what it measured "
-                                       "(FUSIONLAB_COUNTERS_FROM)"
-                                     : "");
+                         t->measured       ? "; every submission's run takes what it "
+                                             "measured (FUSIONLAB_COUNTERS_FROM)"
+                         : passed != ran ? "; what it measured is not handed on (a case of "
+                                           "the worked solution's did not pass: each "
+                                           "submission's run measures its own)"
+                                         : "");
         }
         free(measured);
         ev_free(&ev);

@@ -217,13 +217,25 @@ int main(int argc, char **argv)
         strlist suites = {0};
         strlist_add(&suites, "s");
         char *none[1] = {NULL};
-        char *why = verify_lesson(&suites, &st, none, &tr, none);
-        EXPECT(why && strstr(why, "did not finish every case"),
-               "a crashed trusted case vouched for a pass: %s", why ? why : "(borne out)");
+        int fault = 0;
+        char *why = verify_lesson(&suites, &st, none, &tr, none, &fault);
+        EXPECT(why && strstr(why, "did not finish every case") && fault,
+               "a crashed trusted case vouched for a pass, or was not called the grader's "
+               "fault (%d): %s", fault, why ? why : "(borne out)");
+        free(why);
+        /* three claims against two trusted cases, one of them cut: the third
+         * claim is the student's own shortfall */
+        cr_case sc3[3] = {{"t", CR_PASSED, "", ""}, {"t", CR_PASSED, "", ""},
+                          {"t", CR_PASSED, "", ""}};
+        suite_run st3 = {.suite = "s", .state = SR_OK, .cases = sc3, .n = 3};
+        why = verify_lesson(&suites, &st3, none, &tr, none, &fault);
+        EXPECT(why && !fault, "a shortfall beyond the trusted run's cut cases was called the "
+               "grader's fault: %s", why ? why : "(borne out)");
         free(why);
         tc[1].status = CR_FAILED;
-        why = verify_lesson(&suites, &st, none, &tr, none);
-        EXPECT(why == NULL, "two trusted cases that ran to their end did not vouch: %s", why);
+        why = verify_lesson(&suites, &st, none, &tr, none, &fault);
+        EXPECT(why == NULL && !fault, "two trusted cases that ran to their end did not vouch: %s",
+               why);
         free(why);
         strlist_free(&suites);
     }
