@@ -361,41 +361,93 @@ __global__ void __launch_bounds__(1024)
 // float4s per lane). Then the reductions never leave the warp: shuffles only,
 // no shared memory and no barrier; and a block of kWarpRows warps, one row
 // each, keeps as many warps on an SM as a block of that size would while the
-// grid needs a quarter as many blocks. The same load_slot / store_slot layout
-// with T = 32 (blockDim.x). On an H200 this took 4096 x 256 from 5.70 to 4.38
-// us (75% to 97% of a copy of the same bytes) and 4096 x 1024 from 10.3 to
-// 9.25 us; from 2048 columns on, softmax_rows_kernel already runs at the
-// copy's speed.
+// grid needs a quarter as many blocks. Rows whose starts are not 16-byte
+// aligned (cols not a multiple of 4) skip their unaligned head: the first 0-3
+// floats (up to the next 16-byte boundary) and the 0-3 after the last whole
+// float4 are read one float per lane, everything in between in float4s. That
+// needs y's rows at the same offset from a 16-byte boundary as x's; otherwise
+// load_slot's scalar layout. Measured on an H200 with the course's protocol
+// (plots/reference/logs/softmax-block-shapes-h200.log and
+// softmax-warp-rows-h200.log): against softmax_rows_kernel at the launcher's
+// block size, 4096 x 256 from 5.70 to 4.38 us (75% to 97% of a copy of the
+// same bytes) and 4096 x 1024 from 10.3 to 9.25 us; the float4 middle then
+// took 1823 x 781 from 6.4 to 5.8 us and 4096 x 1023 from 10.7 to 9.7 us.
+// From 2048 columns on, softmax_rows_kernel already runs at the copy's speed.
 static const int kWarpRows = 4;
 static const size_t kWarpMaxCols = (size_t)4 * kSlots * 32; // 1024
 
+// How a warp's row is laid out in its registers (softmax_warp_row's `layout`):
+#define WARP_VEC 0    // 16-byte aligned row starts and cols % 4 == 0: all float4s
+#define WARP_MIDDLE 1 // any cols, y's rows at x's offset from a 16-byte boundary:
+                      // 0-3 floats, float4s, 0-3 floats
+#define WARP_SCALAR 2 // anything else: load_slot's scalar layout
+
+// One row, one warp (lane = threadIdx.x, blockDim.x = 32). Always inlined
+// with a constant `layout`, so each layout keeps only its own code.
+__device__ __forceinline__ void softmax_warp_row(const float *__restrict__ xr,
+                                                 float *__restrict__ yr, int cols, int layout)
+{
+    int lane = threadIdx.x;
+    int head = 0, nb = cols / 4, tail = 0;
+    if (layout == WARP_MIDDLE) {
+        head = (int)((4 - (((uintptr_t)xr >> 2) & 3)) & 3);
+        if (head > cols) head = cols;
+        nb = (cols - head) / 4;
+        tail = cols - head - 4 * nb;
+    }
+    float hv = -FLT_MAX, tv = -FLT_MAX;
+    if (layout == WARP_MIDDLE) {
+        if (lane < head) hv = xr[lane];
+        if (lane < tail) tv = xr[head + 4 * nb + lane];
+    }
+    const float4 *xb = (const float4 *)(xr + head);
+    float4 v[kSlots];
+#pragma unroll
+    for (int j = 0; j < kSlots; ++j) {
+        int i = j * 32 + lane;
+        v[j] = make_float4(-FLT_MAX, -FLT_MAX, -FLT_MAX, -FLT_MAX);
+        if (layout != WARP_SCALAR && i < nb) v[j] = xb[i];
+        if (layout == WARP_SCALAR && 4 * 32 * j < cols) v[j] = load_slot(xr, cols, j, 0);
+    }
+    float m = fmaxf(hv, tv);
+#pragma unroll
+    for (int j = 0; j < kSlots; ++j) m = fmaxf(m, max4(v[j]));
+    m = warp_max(m);
+    float d = 0.0f;
+    if (layout == WARP_MIDDLE) {
+        hv = __expf(hv - m);
+        tv = __expf(tv - m);
+        d = (lane < head ? hv : 0.0f) + (lane < tail ? tv : 0.0f);
+    }
+#pragma unroll
+    for (int j = 0; j < kSlots; ++j)
+        if (4 * 32 * j < cols) d += exp4_sum(&v[j], m);
+    d = warp_sum(d);
+    float inv = 1.0f / d;
+    float4 *yb = (float4 *)(yr + head);
+#pragma unroll
+    for (int j = 0; j < kSlots; ++j) {
+        int i = j * 32 + lane;
+        if (layout != WARP_SCALAR && i < nb) yb[i] = scale4(v[j], inv);
+        if (layout == WARP_SCALAR && 4 * 32 * j < cols) store_slot(yr, cols, j, 0, scale4(v[j], inv));
+    }
+    if (layout == WARP_MIDDLE) {
+        if (lane < head) yr[lane] = hv * inv;
+        if (lane < tail) yr[head + 4 * nb + lane] = tv * inv;
+    }
+}
+
 __global__ void __launch_bounds__(128)
     softmax_warp_rows_kernel(const float *__restrict__ x, float *__restrict__ y, size_t rows,
-                             int cols, int vec)
+                             int cols, int layout)
 {
     size_t row = (size_t)blockIdx.x * blockDim.y + threadIdx.y;
     if (row >= rows) return; // a whole warp leaves: no barrier follows
     const float *xr = x + row * cols;
     float *yr = y + row * cols;
-    int nslots = CEIL_DIV(cols, 4 * 32);
-    float4 v[kSlots];
-#pragma unroll
-    for (int j = 0; j < kSlots; ++j)
-        v[j] = j < nslots ? load_slot(xr, cols, j, vec)
-                          : make_float4(-FLT_MAX, -FLT_MAX, -FLT_MAX, -FLT_MAX);
-    float m = -FLT_MAX;
-#pragma unroll
-    for (int j = 0; j < kSlots; ++j) m = fmaxf(m, max4(v[j]));
-    m = warp_max(m);
-    float d = 0.0f;
-#pragma unroll
-    for (int j = 0; j < kSlots; ++j)
-        if (j < nslots) d += exp4_sum(&v[j], m);
-    d = warp_sum(d);
-    float inv = 1.0f / d;
-#pragma unroll
-    for (int j = 0; j < kSlots; ++j)
-        if (j < nslots) store_slot(yr, cols, j, vec, scale4(v[j], inv));
+    if (layout == WARP_VEC) softmax_warp_row(xr, yr, cols, WARP_VEC);
+    else if (layout == WARP_MIDDLE) softmax_warp_row(xr, yr, cols, WARP_MIDDLE);
+    else softmax_warp_row(xr, yr, cols, WARP_SCALAR);
 }
 
 //@ guided
@@ -547,8 +599,10 @@ EXTERN_C cudaError_t softmax_fused(const float *x, float *y, size_t rows, size_t
 //@{
     if (cols <= kWarpMaxCols) { // going further: one warp per short row
         dim3 block(32, kWarpRows);
+        int layout = vec ? WARP_VEC
+                     : ((uintptr_t)y - (uintptr_t)x) % 16 == 0 ? WARP_MIDDLE : WARP_SCALAR;
         softmax_warp_rows_kernel<<<(unsigned int)CEIL_DIV(rows, (size_t)kWarpRows), block, 0,
-                                   stream>>>(x, y, rows, (int)cols, vec);
+                                   stream>>>(x, y, rows, (int)cols, layout);
         CUDA_CHECK_LAST();
         return cudaSuccess;
     }
