@@ -6,6 +6,7 @@
 #include "evidence.h"
 
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,21 +51,40 @@ const char *fl_test_error_hint(cudaError_t e)
  * access is checked, 10 to 100 times slower: only the small cases run. */
 #define FL_SANITIZE_MAX_BYTES ((size_t)16 << 20)
 
-/* FUSIONLAB_SANITIZE and FUSIONLAB_CASES, read once before main (before any
- * code of a student's runs: a launcher that rewrote the environment in place
- * must not change how the tests run). */
+/* FUSIONLAB_SANITIZE, FUSIONLAB_CASES and FUSIONLAB_CASES_REPORT, read once
+ * before main (before any code of a student's runs: a launcher that
+ * rewrote the environment in place must not change how the tests run). */
 static int g_sanitizing = -1, g_cases_together = -1;
+static int g_cases_fd = -1; /* FUSIONLAB_CASES_REPORT, opened for appending */
+#define FL_CASES_MAX_PROCESSES 64
+static size_t g_cases_procs = 1; /* FUSIONLAB_CASES_PROCESSES */
+static size_t g_cases_index[FL_CASES_MAX]; /* 0, 1, ...: FL_PARAM_TEST's parameters */
+static uint64_t g_key_calls; /* fl_test_fresh_key's count (a case's: fl_cases_keys_from) */
 
 __attribute__((constructor)) static void test_env_init(void)
 {
+    if (g_sanitizing >= 0) return;
     const char *sanitize = getenv("FUSIONLAB_SANITIZE");
     g_sanitizing = sanitize != NULL && sanitize[0] != '\0' &&
                    !(sanitize[0] == '0' && sanitize[1] == '\0');
-    /* FUSIONLAB_CASES=together, under the sanitizer stage only: elsewhere
-     * (the grader's runs, ./lab check) a value left in the environment must
-     * not change how a case runs */
     const char *cases = getenv("FUSIONLAB_CASES");
-    g_cases_together = g_sanitizing && cases != NULL && strcmp(cases, "together") == 0;
+    g_cases_together = cases != NULL && strcmp(cases, "together") == 0;
+    const char *procs = getenv("FUSIONLAB_CASES_PROCESSES");
+    if (procs != NULL) {
+        char *end = NULL;
+        unsigned long p = strtoul(procs, &end, 10);
+        if (end != procs && *end == '\0' && p >= 1)
+            g_cases_procs = p < FL_CASES_MAX_PROCESSES ? p : FL_CASES_MAX_PROCESSES;
+    }
+    for (size_t i = 0; i < FL_CASES_MAX; ++i) g_cases_index[i] = i;
+    const char *report = getenv("FUSIONLAB_CASES_REPORT");
+    if (g_cases_together && report != NULL && report[0] != '\0') {
+        g_cases_fd = open(report, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+        if (g_cases_fd < 0) { /* the grader could not count the cases */
+            fprintf(stderr, "FUSIONLAB_CASES_REPORT: cannot open %s\n", report);
+            _exit(70);
+        }
+    }
 }
 
 int fl_test_sanitizing(void)
@@ -79,36 +99,86 @@ static int cases_together(void)
     return g_cases_together;
 }
 
-struct criterion_test_params fl_test_params(void *cases, size_t size, size_t n, int together)
+/* One line to FUSIONLAB_CASES_REPORT, with one write() (whole lines only,
+ * whatever else appends); a line that cannot be written ends the process:
+ * the grader must not count a test's cases from half a report. */
+static void cases_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void cases_report(const char *fmt, ...)
 {
-    /* together: one process, whose body runs every case (FL_PARAM_TEST) */
-    if (together && n > 1 && cases_together()) n = 1;
-    return (struct criterion_test_params){.size = size, .params = cases, .length = n};
+    if (g_cases_fd < 0) return;
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (len <= 0 || (size_t)len >= sizeof line ||
+        write(g_cases_fd, line, (size_t)len) != (ssize_t)len) {
+        fprintf(stderr, "FUSIONLAB_CASES_REPORT: a line could not be written\n");
+        abort();
+    }
 }
 
-/* FL_PARAM_TEST's cases in one process: which test, how many cases, the
- * next one, how many ran and skipped. One test per process (Criterion's). */
+/* How many processes run a test of n cases together. */
+static size_t cases_processes(size_t n)
+{
+    return g_cases_procs < n ? g_cases_procs : n;
+}
+
+struct criterion_test_params fl_test_params(void *cases, size_t size, size_t n,
+                                           const char *together)
+{
+    if (together == NULL) /* FL_PARAMS: the cases themselves */
+        return (struct criterion_test_params){.size = size, .params = cases, .length = n};
+    /* FL_PARAM_TEST: the cases' indices, or, together, P processes' shares */
+    (void)cases;
+    if (n > FL_CASES_MAX) {
+        fprintf(stderr, "%s: %zu cases, more than FL_CASES_MAX (%d)\n", together, n,
+                FL_CASES_MAX);
+        abort();
+    }
+    if (n > 1 && cases_together()) {
+        size_t p = cases_processes(n);
+        cases_report("param %s %zu %zu\n", together, n, p);
+        n = p;
+    }
+    return (struct criterion_test_params){
+        .size = sizeof g_cases_index[0], .params = g_cases_index, .length = n};
+}
+
+/* FL_PARAM_TEST's cases in one process: which test, how many cases, this
+ * process's share [lo, hi), the next case, how many ran and skipped, why
+ * the first skip skipped. One test per process (Criterion's). */
 jmp_buf fl_cases_jmp;
 static struct {
     const char *test;
-    size_t n, next, ran, skipped;
+    size_t n, share, lo, hi, next, ran, skipped;
     int active; /* inside a case of the loop */
+    char why[256];
 } g_cases;
 
-int fl_cases_begin(const char *test, size_t n)
+int fl_cases_begin(const char *test, size_t n, size_t share)
 {
-    if (!cases_together()) return 0;
+    if (!cases_together() || n <= 1) return 0;
+    size_t p = cases_processes(n);
+    cr_assert(share < p, "%s: share %zu of %zu: the runner and the test process count the "
+              "cases differently", test, share, p);
     g_cases.test = test;
     g_cases.n = n;
-    g_cases.next = g_cases.ran = g_cases.skipped = 0;
+    g_cases.share = share;
+    g_cases.lo = share * n / p;
+    g_cases.hi = (share + 1) * n / p;
+    g_cases.next = g_cases.lo;
+    g_cases.ran = g_cases.skipped = 0;
     g_cases.active = 0;
+    g_cases.why[0] = '\0';
     return 1;
 }
 
 size_t fl_cases_next(void)
 {
-    g_cases.active = g_cases.next < g_cases.n;
-    return g_cases.active ? g_cases.next++ : (size_t)-1;
+    g_cases.active = g_cases.next < g_cases.hi;
+    if (!g_cases.active) return (size_t)-1;
+    return g_cases.next++;
 }
 
 void fl_cases_ran(void)
@@ -117,10 +187,15 @@ void fl_cases_ran(void)
     g_cases.active = 0;
 }
 
-int fl_cases_skip(void)
+int fl_cases_skip(const char *fmt, ...)
 {
     if (!g_cases.active) return 0;
-    g_cases.skipped++;
+    if (g_cases.skipped++ == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(g_cases.why, sizeof g_cases.why, fmt, ap);
+        va_end(ap);
+    }
     g_cases.active = 0;
     return 1;
 }
@@ -128,10 +203,23 @@ int fl_cases_skip(void)
 void fl_cases_end(void)
 {
     fprintf(stderr, "fusion-lab: %s: %zu cases in one process (%zu ran, %zu skipped)\n",
-            g_cases.test, g_cases.n, g_cases.ran, g_cases.skipped);
+            g_cases.test, g_cases.hi - g_cases.lo, g_cases.ran, g_cases.skipped);
     fflush(stderr);
+    cases_report("ran %s %zu %zu %zu %zu\n", g_cases.test, g_cases.n, g_cases.share,
+                 g_cases.ran, g_cases.skipped);
     if (g_cases.ran == 0)
-        cr_skip_test("every case skipped under the sanitizer stage (%zu of them)", g_cases.n);
+        cr_skip_test("%s", g_cases.why[0] ? g_cases.why : "every case skipped");
+}
+
+void fl_cases_keys_from(size_t index)
+{
+    g_key_calls = (uint64_t)(index + 1) << 32;
+}
+
+/* The case of the loop running now (1, 2, ...), 0 outside the loop. */
+static uint64_t cases_current(void)
+{
+    return g_cases.active ? (uint64_t)g_cases.next : 0;
 }
 
 void fl_test_skip_if_too_large(size_t bytes)
@@ -426,7 +514,8 @@ static void evidence_observer(const float *got, const double *want, size_t n,
     copy_name(h->what, sizeof h->what, o->what);
     h->n = n;
     h->key = fl_evidence_key(want, n, g_evidence_salt);
-    h->pid = (uint64_t)getpid();
+    /* one process per case, or the cases together: the case in the high bits */
+    h->pid = (uint64_t)getpid() | cases_current() << 32;
     h->atol = o->atol;
     h->rtol = o->rtol;
     h->count = (uint32_t)m;
@@ -470,14 +559,14 @@ static uint64_t fl_mix64(uint64_t z)
 
 uint64_t fl_test_fresh_key(void)
 {
-    static uint64_t calls;
     static int replayed = -1;
-    uint64_t z = fl_seed(0xF2E5C0DE5EEDull) ^ fl_mix64(++calls * 0x9E3779B97F4A7C15ull);
+    uint64_t z = fl_seed(0xF2E5C0DE5EEDull) ^ fl_mix64(++g_key_calls * 0x9E3779B97F4A7C15ull);
     /* Under the grader (FUSIONLAB_EVIDENCE names the evidence file) the
      * worked solution's run must meet the same inputs to re-judge what the
-     * student's run compared: the k-th key of a test process is a function
-     * of the secret seed and k alone, new at every call and unknown to code
-     * that cannot read the seed. Elsewhere the clock and the process make
+     * student's run compared: the k-th key of a case is a function of the
+     * secret seed, the case and k alone (of a test process, for a test that
+     * is not an FL_PARAM_TEST), new at every call and unknown to code that
+     * cannot read the seed. Elsewhere the clock and the process make
      * every run's keys new too. */
     if (replayed < 0) {
         const char *ev = getenv("FUSIONLAB_EVIDENCE");

@@ -20,7 +20,7 @@
 /* Skip the calling test when this machine has no usable GPU. */
 #define FL_REQUIRE_GPU()                                                      \
     do {                                                                      \
-        if (fl_test_gpu_count() == 0) cr_skip_test("no CUDA device");         \
+        if (fl_test_gpu_count() == 0) FL_SKIP_CASE("no CUDA device");         \
     } while (0)
 
 /* Assert that a CUDA call (or launcher) succeeded, naming it. */
@@ -52,8 +52,10 @@ const char *fl_test_error_hint(cudaError_t e);
  * The course's tests use FL_PARAM_TEST instead wherever the cases can run
  * one after another in one process (below); FL_PARAMS is left for those
  * that cannot (what profiles or times: never under the sanitizer). */
-struct criterion_test_params fl_test_params(void *cases, size_t size, size_t n, int together);
-#define FL_PARAMS(Type, Array, Len) fl_test_params((Array), sizeof(Type), (Len), 0)
+struct criterion_test_params fl_test_params(void *cases, size_t size, size_t n,
+                                           const char *together);
+#define FL_PARAMS(Type, Array, Len) fl_test_params((Array), sizeof(Type), (Len), NULL)
+#define FL_CASES_MAX 4096 /* cases of one FL_PARAM_TEST */
 
 /* A parameterized test: Criterion's ParameterizedTestParameters, whose
  * cases are the Len elements of Array, and its ParameterizedTest, whose
@@ -64,42 +66,62 @@ struct criterion_test_params fl_test_params(void *cases, size_t size, size_t n, 
  *         correct_case(s, &kPartA);
  *     }
  *
- * Each case is a test process of its own, as Criterion runs them, except
- * under the sanitizer stage when tools/sanitize asks for the cases together
- * (FUSIONLAB_SANITIZE, and FUSIONLAB_CASES=together): then Criterion starts
- * one process and the body runs every case in it, one after another. Under
- * compute-sanitizer each process that starts CUDA costs about a second of
- * CPU time; a test of 20 cases so costs one start instead of 20. A case
- * that skips (FL_SKIP_CASE, fl_test_skip_if_too_large) goes on to the next;
- * after the last the process prints
+ * Each case is a test process of its own, as Criterion runs them, unless
+ * the process starts with FUSIONLAB_CASES=together (the grader's runs and
+ * tools/sanitize set it): then Criterion starts P processes (P: the
+ * variable FUSIONLAB_CASES_PROCESSES, 1 when unset, at most the number of
+ * cases), and each runs its share of the cases (consecutive, as even as
+ * can be) one after another. Each process that starts CUDA costs about
+ * 0.2 s, and the driver starts them one at a time across the whole machine
+ * (under compute-sanitizer about a second of CPU time): a test of 20 cases
+ * so costs P starts instead of 20. Every case, together or not, draws the
+ * keys of fl_test_fresh_key that belong to it (fl_cases_keys_from: its
+ * index in Array), so a case meets the same inputs either way, and no two
+ * cases of a process meet the same ones. Criterion's parameters are the
+ * cases' indices (0 .. Len-1, at most FL_CASES_MAX), or, together, the
+ * shares' (0 .. P-1); the body takes the case from Array by its index. A case that skips (FL_SKIP_CASE,
+ * FL_REQUIRE_GPU, fl_test_skip_if_too_large) goes on to the next; after
+ * its last case each process prints
  *     fusion-lab: SUITE/TEST: N cases in one process (R ran, S skipped)
- * and skips the test when none ran (the line says the loop got past the last
- * case; a case that skipped counts in it). tools/sanitize takes that run's
- * verdict only when the line is there and the tool found nothing; otherwise
- * it runs the test again, one process per case, and that run counts. Len
- * is evaluated in the runner and in the test's process; Array, with the
- * cases together, in both too (one process per case uses Criterion's copy of
- * its case): an array filled at run time is filled by a function that the
- * expression calls, from the seed, the same both times (the loop checks its
- * first case against Criterion's). */
+ * (N: its share) and skips the test, with the first case's reason, when
+ * none ran (the line says the loop got past the last case; a case that
+ * skipped counts in it). With FUSIONLAB_CASES_REPORT naming a file, the
+ * runner appends
+ *     param SUITE/TEST N P
+ * when it starts such a test (N cases in P processes) and each process, at
+ * its end,
+ *     ran SUITE/TEST N C R S
+ * (C: which of the P shares, 0 first) so that the grader can count the
+ * cases one Criterion result stands for. Whoever reads the results takes
+ * them only when every process got past its last case and every case
+ * passed (or every case skipped); otherwise the test runs again, one
+ * process per case, and that run counts (tools/sanitize,
+ * grader/stage_run.c). Len is evaluated in the runner and in the test's
+ * processes, Array in the test's processes: an array filled at run time is
+ * filled by a function that the expression calls, from the seed, the same
+ * every time. */
 #define FL_PARAM_TEST(Suite, Name, Type, var, Array, Len)                           \
     static void fl_case_##Suite##_##Name(Type *var);                              \
     ParameterizedTestParameters(Suite, Name)                                      \
     {                                                                             \
-        return fl_test_params((Array), sizeof(Type), (Len), 1);                  \
+        return fl_test_params((Array), sizeof(Type), (Len), #Suite "/" #Name);    \
     }                                                                             \
     ParameterizedTest(Type *var, Suite, Name)                                     \
     {                                                                             \
-        if (!fl_cases_begin(#Suite "/" #Name, (size_t)(Len))) {                   \
-            fl_case_##Suite##_##Name(var);                                        \
+        Type *fl_all_ = (Array);                                                  \
+        size_t fl_n_ = (size_t)(Len), fl_k_;                                      \
+        memcpy(&fl_k_, var, sizeof fl_k_); /* (the parameter is an index) */      \
+        if (!fl_cases_begin(#Suite "/" #Name, fl_n_, fl_k_)) {                    \
+            cr_assert(fl_k_ < fl_n_, #Suite "/" #Name ": case %zu of %zu: the "    \
+                      "runner and the test process count the cases differently",  \
+                      fl_k_, fl_n_);                                              \
+            fl_cases_keys_from(fl_k_);                                            \
+            fl_case_##Suite##_##Name(&fl_all_[fl_k_]);                            \
             return;                                                               \
         }                                                                         \
-        Type *fl_all_ = (Array);                                                  \
-        /* the array drawn again here is the one Criterion's case came from */   \
-        cr_assert(memcmp(var, &fl_all_[0], sizeof(Type)) == 0,                    \
-                  #Suite "/" #Name ": the cases differ from the runner's");       \
         for (size_t fl_i_; (fl_i_ = fl_cases_next()) != (size_t)-1;)              \
             if (setjmp(fl_cases_jmp) == 0) {                                      \
+                fl_cases_keys_from(fl_i_);                                        \
                 fl_case_##Suite##_##Name(&fl_all_[fl_i_]);                        \
                 fl_cases_ran();                                                   \
             }                                                                     \
@@ -111,16 +133,19 @@ struct criterion_test_params fl_test_params(void *cases, size_t size, size_t n, 
  * together in one process, go on to the next case. */
 #define FL_SKIP_CASE(...)                                                     \
     do {                                                                      \
-        if (fl_cases_skip()) longjmp(fl_cases_jmp, 1);                        \
+        if (fl_cases_skip(__VA_ARGS__)) longjmp(fl_cases_jmp, 1);             \
         cr_skip_test(__VA_ARGS__);                                            \
     } while (0)
 
 /* FL_PARAM_TEST's machinery (tests/fl_test.c). */
 extern jmp_buf fl_cases_jmp;
-int fl_cases_begin(const char *test, size_t n);
+int fl_cases_begin(const char *test, size_t n, size_t share);
+/* fl_test_fresh_key's keys from here on: those of case `index`, the same
+ * whether it runs in a process of its own or after other cases. */
+void fl_cases_keys_from(size_t index);
 size_t fl_cases_next(void);
 void fl_cases_ran(void);
-int fl_cases_skip(void);
+int fl_cases_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fl_cases_end(void);
 
 /* cudaMalloc that asserts, with the size in the message. Every allocation
@@ -212,7 +237,8 @@ void fl_test_rotor_free(fl_rotor *r);
 
 /* Fresh inputs. A new key on every call, for fl_fill_uniform_dev and
  * fl_uniform_at (common/guard.h): mixed from fl_seed (so the grading secret
- * goes into it) and a per-process counter, so no launcher can tell from
+ * goes into it) and a counter (per case of an FL_PARAM_TEST, else per
+ * process: fl_cases_keys_from), so no launcher can tell from
  * earlier calls what the next inputs will be; outside the grader the clock
  * and the process id go in too. Under the grader (FUSIONLAB_EVIDENCE set)
  * they stay out: the worked solution's run must draw the same keys, in the

@@ -13,6 +13,7 @@
 #include "data.h"
 #include "guard.h"
 #include "timing.h"
+#include "evidence.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -504,12 +505,166 @@ Test(fresh, new_in_every_run_elsewhere)
 Test(env, switches_are_read_before_any_test_code)
 {
     int audit = fl_timing_audit(), sanitizing = fl_test_sanitizing();
+    const char *cases = getenv("FUSIONLAB_CASES");
+    int started_together = cases != NULL && strcmp(cases, "together") == 0;
     cr_assert(setenv("FUSIONLAB_TIMING_AUDIT", audit ? "0" : "1", 1) == 0);
     cr_assert(setenv("FUSIONLAB_SANITIZE", sanitizing ? "0" : "1", 1) == 0);
     cr_assert(setenv("FUSIONLAB_CASES", "together", 1) == 0);
     cr_expect_eq(fl_timing_audit(), audit, "FUSIONLAB_TIMING_AUDIT set during a test switched the audit");
     cr_expect_eq(fl_test_sanitizing(), sanitizing, "FUSIONLAB_SANITIZE set during a test took effect");
-    if (!sanitizing)
-        cr_expect(!fl_cases_begin("env/switches", 3),
-                  "FUSIONLAB_CASES set during a test put the cases together outside the sanitizer");
+    if (!started_together)
+        cr_expect(!fl_cases_begin("env/switches", 3, 0),
+                  "FUSIONLAB_CASES set during a test put the cases together");
+}
+
+/* ---- FL_PARAM_TEST's cases in one process --------------------------------- */
+
+/* Run by the suite `together`, below, in processes of their own: the
+ * second case of `mixed` skips, every case of `all_skip` does. Each case's
+ * output holds its first key of fl_test_fresh_key, so its evidence record's
+ * key says which keys it drew. */
+typedef struct {
+    int skip;
+    float value;
+} mixed_case;
+static mixed_case kMixed[] = {{0, 1.0f}, {1, 2.0f}, {0, 3.0f}, {0, 4.0f}};
+
+TestSuite(cases, .timeout = 10);
+
+FL_PARAM_TEST(cases, mixed, mixed_case, c, kMixed, 4)
+{
+    if (c->skip) FL_SKIP_CASE("case %.0f skipped on purpose", (double)c->value);
+    double key = (double)(fl_test_fresh_key() % 1000u);
+    float got[16];
+    double want[16];
+    for (int i = 0; i < 16; ++i) got[i] = (float)(want[i] = c->value * i + key);
+    fl_compare_opts o = fl_compare_defaults("y", 0, 0);
+    cr_assert_eq(fl_compare_f32(got, want, 16, &o).n_bad, 0);
+}
+
+FL_PARAM_TEST(cases, all_skip, mixed_case, c, kMixed, 3)
+{
+    FL_SKIP_CASE("nothing to do for case %.0f", (double)c->value);
+}
+
+TestSuite(together, .timeout = 30);
+
+typedef struct {
+    char report[1024], log[8192];
+    int n;            /* evidence records */
+    uint64_t pid[8], key[8];
+} cases_run;
+
+static void read_all(const char *path, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (f == NULL) return;
+    size_t len = fread(buf, 1, cap - 1, f);
+    buf[len] = '\0';
+    fclose(f);
+}
+
+/* This program's suite `cases` in a child: `procs` NULL, one process per
+ * case; else FUSIONLAB_CASES=together with FUSIONLAB_CASES_PROCESSES=procs. */
+static void run_cases(const char *procs, cases_run *out)
+{
+    memset(out, 0, sizeof *out);
+    char dir[] = "/tmp/fl-cases-XXXXXX";
+    cr_assert(mkdtemp(dir) != NULL);
+    char report[64], evidence[64], log[64];
+    snprintf(report, sizeof report, "%s/cases.txt", dir);
+    snprintf(evidence, sizeof evidence, "%s/evidence.bin", dir);
+    snprintf(log, sizeof log, "%s/out.log", dir);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        FILE *o = freopen(log, "w", stdout);
+        if (o == NULL || dup2(fileno(stdout), 2) < 0) _exit(126);
+        unsetenv("BXFI_MAP"); /* (Criterion's mark of its test processes) */
+        unsetenv("FUSIONLAB_CASES");
+        unsetenv("FUSIONLAB_CASES_PROCESSES");
+        if (procs) {
+            setenv("FUSIONLAB_CASES", "together", 1);
+            setenv("FUSIONLAB_CASES_PROCESSES", procs, 1);
+        }
+        setenv("FUSIONLAB_CASES_REPORT", report, 1);
+        setenv("FUSIONLAB_EVIDENCE", evidence, 1);
+        setenv("FUSIONLAB_GRADE_SEED", "cases-together-test", 1);
+        execl("/proc/self/exe", "test_harness", "--verbose", "--jobs", "1", "--filter", "cases/*",
+              (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    cr_assert(waitpid(pid, &st, 0) == pid);
+    read_all(report, out->report, sizeof out->report);
+    read_all(log, out->log, sizeof out->log);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child run failed (status %#x):\n%s",
+              (unsigned)st, out->log);
+    FILE *f = fopen(evidence, "rb");
+    cr_assert(f != NULL, "no evidence");
+    fl_evidence_head h;
+    while (out->n < 8 && fread(&h, sizeof h, 1, f) == 1) {
+        out->pid[out->n] = h.pid;
+        out->key[out->n++] = h.key;
+        cr_assert(fseek(f, (long)(h.count * sizeof(fl_evidence_sample)), SEEK_CUR) == 0);
+    }
+    fclose(f);
+    unlink(report);
+    unlink(evidence);
+    unlink(log);
+    rmdir(dir);
+}
+
+static void expect_lines(const cases_run *r, const char *const *want, size_t n)
+{
+    for (size_t i = 0; i < n; ++i)
+        cr_expect(strstr(r->report, want[i]) != NULL, "no line \"%.*s\" in the report:\n%s",
+                  (int)strlen(want[i]) - 1, want[i], r->report);
+}
+
+/* The runner's "param" line and each process's "ran" line in
+ * FUSIONLAB_CASES_REPORT; one evidence pid per case (the case in the high
+ * bits, which is how the grader tells the cases of one process apart); and
+ * each case draws the same keys whether it runs alone, after other cases,
+ * or in a share of its own. */
+Test(together, report_lines_evidence_pids_and_keys)
+{
+    cases_run apart, one, two;
+    run_cases(NULL, &apart);
+    run_cases("1", &one);
+    run_cases("2", &two);
+
+    cr_expect(apart.report[0] == '\0', "one process per case wrote lines:\n%s", apart.report);
+    const char *want_one[] = {"param cases/mixed 4 1\n", "ran cases/mixed 4 0 3 1\n",
+                              "param cases/all_skip 3 1\n", "ran cases/all_skip 3 0 0 3\n"};
+    expect_lines(&one, want_one, sizeof want_one / sizeof *want_one);
+    const char *want_two[] = {"param cases/mixed 4 2\n", "ran cases/mixed 4 0 1 1\n",
+                              "ran cases/mixed 4 1 2 0\n", "param cases/all_skip 3 2\n",
+                              "ran cases/all_skip 3 0 0 1\n", "ran cases/all_skip 3 1 0 2\n"};
+    expect_lines(&two, want_two, sizeof want_two / sizeof *want_two);
+    cr_expect(strstr(one.log, "nothing to do for case 1") != NULL,
+              "the test whose every case skipped does not give the first case's reason:\n%s",
+              one.log);
+
+    /* three records each (cases 1, 3, 4) */
+    cr_assert_eq(apart.n, 3);
+    cr_assert_eq(one.n, 3);
+    cr_assert_eq(two.n, 3);
+    for (int i = 0; i < 3; ++i) {
+        uint64_t want_case = i == 0 ? 1 : (uint64_t)i + 2;
+        cr_expect_eq(one.pid[i] >> 32, want_case, "record %d: case %llu", i,
+                     (unsigned long long)(one.pid[i] >> 32));
+        cr_expect_eq(two.pid[i] >> 32, want_case);
+        cr_expect_eq(apart.pid[i] >> 32, 0, "one process per case: no case in the pid");
+        cr_expect(one.key[i] == apart.key[i] && two.key[i] == apart.key[i],
+                  "case %llu drew other keys together than alone", (unsigned long long)want_case);
+    }
+    cr_expect(apart.key[0] != apart.key[1] && apart.key[1] != apart.key[2],
+              "two cases drew the same keys");
+    cr_expect((uint32_t)one.pid[0] == (uint32_t)one.pid[2], "P = 1: the cases ran in more than "
+              "one process");
+    cr_expect((uint32_t)two.pid[0] != (uint32_t)two.pid[1] &&
+                  (uint32_t)two.pid[1] == (uint32_t)two.pid[2],
+              "P = 2: cases 1 and 2 in one process, 3 and 4 in another");
 }
