@@ -52,6 +52,11 @@ static void usage(FILE *f)
             "                    again alone before it counts; what times or reads the free\n"
             "                    memory always runs alone, one test at a time), and\n"
             "                    compute-sanitizer processes for each of its four tools\n"
+            "  --cases together|apart\n"
+            "                    together (the default): a parameterized test's cases in\n"
+            "                    one test process, taken when every case passed or every\n"
+            "                    one skipped, else run again one process per case (only\n"
+            "                    that run counts); apart: one process per case throughout\n"
             "  --rubric FILE     points per check (default: grader/rubric.json)\n"
             "  --arch LIST       CMAKE_CUDA_ARCHITECTURES of the scratch build\n"
             "                    (default: the GPUs' own, from nvidia-smi; without a GPU the\n"
@@ -546,6 +551,14 @@ int main(int argc, char **argv)
              * could not look at: refuse to run student code as an account) */
             uid_unused = 1;
             keep = 0;
+        } else if (strcmp(a, "--cases") == 0) {
+            const char *v;
+            TAKE(v);
+            if (strcmp(v, "together") != 0 && strcmp(v, "apart") != 0) {
+                fprintf(stderr, "fusionlab_grade: --cases takes together or apart, not '%s'\n", v);
+                return 2;
+            }
+            g.cases_apart = strcmp(v, "apart") == 0;
         } else if (strcmp(a, "--test-jobs") == 0) {
             const char *v;
             TAKE(v);

@@ -277,12 +277,15 @@ static void suite_no_report(const proc_result *r, const suite_run *logged, suite
 }
 
 /* One run of `suite` (of the tests that `tests` matches, a Criterion
- * pattern: NULL for all of them). */
-static void run_suite_part(grader *g, step_kind kind, const submission_keys *keys,
+ * pattern: NULL for all of them); with `cases_out`, each FL_PARAM_TEST's
+ * cases in one process (FUSIONLAB_CASES=together), and *cases_out what the
+ * program wrote to FUSIONLAB_CASES_REPORT (NULL: nothing). */
+static void run_suite_once(grader *g, step_kind kind, const submission_keys *keys,
                            const char *binary, const char *suite, const char *tests,
                            const char *tag, int jobs, double timeout, suite_run *sr,
-                           char **log_out, char **evidence_out)
+                           char **log_out, char **evidence_out, char **cases_out)
 {
+    if (cases_out) *cases_out = NULL;
     memset(sr, 0, sizeof *sr);
     sr->suite = xstrdup(suite);
     if (evidence_out) *evidence_out = NULL;
@@ -307,6 +310,10 @@ static void run_suite_part(grader *g, step_kind kind, const submission_keys *key
     char *evidence_env = xasprintf("FUSIONLAB_EVIDENCE=%s", evidence);
     char *salt_env = xasprintf("FUSIONLAB_EVIDENCE_SALT=%s", keys && keys->salt ? keys->salt : "0");
     char *seed_env = keys && keys->seed ? xasprintf("FUSIONLAB_GRADE_SEED=%s", keys->seed) : NULL;
+    char *cases = path_join(scratch, "cases.txt");
+    char *cases_env = xasprintf("FUSIONLAB_CASES_REPORT=%s", cases);
+    /* as many processes for a test's cases as tests run side by side */
+    char *procs_env = xasprintf("FUSIONLAB_CASES_PROCESSES=%d", jobs > 1 ? jobs : 1);
     char tmo[32], njobs[16];
     snprintf(tmo, sizeof tmo, "%g", g->test_timeout);
     snprintf(njobs, sizeof njobs, "%d", jobs > 1 ? jobs : 1);
@@ -325,11 +332,17 @@ static void run_suite_part(grader *g, step_kind kind, const submission_keys *key
         argv[k++] = tmo;
     }
     argv[k] = NULL;
-    const char *env_set[8] = {speed_env, evidence_env, salt_env, NULL, NULL, NULL, NULL, NULL};
+    const char *env_set[10] = {speed_env, evidence_env, salt_env, NULL};
     int e = 3;
+    if (cases_out) {
+        env_set[e++] = "FUSIONLAB_CASES=together";
+        env_set[e++] = cases_env;
+        env_set[e++] = procs_env;
+    }
     if (seed_env) env_set[e++] = seed_env;
     if (g->no_gpu) env_set[e++] = "CUDA_VISIBLE_DEVICES=";
     if (g->step_env) env_set[e++] = g->step_env;
+    env_set[e] = NULL;
     proc_opts o = {.timeout_s = timeout, .head = TEST_OUTPUT_KEEP, .tail = TEST_OUTPUT_KEEP};
     proc_result r;
     run_step(g, kind, NULL, scratch, argv, env_set, &o, &r);
@@ -359,6 +372,10 @@ static void run_suite_part(grader *g, step_kind kind, const submission_keys *key
     if (log_out) *log_out = xstrdup(r.output);
     proc_result_free(&r);
     if (evidence_out && is_file(evidence)) *evidence_out = xstrdup(evidence);
+    if (cases_out && is_file(cases)) *cases_out = read_step_file(cases, 1u << 20, NULL, NULL);
+    free(cases);
+    free(cases_env);
+    free(procs_env);
     free(json);
     free(speed);
     free(evidence);
@@ -370,6 +387,11 @@ static void run_suite_part(grader *g, step_kind kind, const submission_keys *key
     free(seed_env);
     free(scratch);
 }
+
+static void run_suite_part(grader *g, step_kind kind, const submission_keys *keys,
+                           const char *binary, const char *suite, const char *tests,
+                           const char *tag, int jobs, double timeout, suite_run *sr,
+                           char **log_out, char **evidence_out);
 
 void run_suite(grader *g, step_kind kind, const submission_keys *keys, const char *binary,
                const char *suite, double timeout, suite_run *sr, char **log_out,
@@ -566,6 +588,97 @@ static char *failing_tests(const suite_run *sr)
             sbuf_addf(&b, "%s%s", b.len ? "|" : "", sr->cases[i].test);
     }
     return b.len ? sbuf_take(&b) : (sbuf_free(&b), NULL);
+}
+
+/* One run of `suite` (as run_suite_once), each FL_PARAM_TEST's cases
+ * together in a few processes unless --cases apart (cases.c): a test whose
+ * results stand for no case there runs again, one process per case, and
+ * only that run counts (its records alone may bear its passes out); a run
+ * that ended without its report runs again whole, one process per case.
+ * Both within the part's `timeout`, counted from the first run's start: a
+ * run killed at that limit is not made again, and the tests whose cases ran
+ * together in it give no result (they stand for cases that cannot be told
+ * apart). */
+static void run_suite_part(grader *g, step_kind kind, const submission_keys *keys,
+                           const char *binary, const char *suite, const char *tests,
+                           const char *tag, int jobs, double timeout, suite_run *sr,
+                           char **log_out, char **evidence_out)
+{
+    if (g->cases_apart) {
+        run_suite_once(g, kind, keys, binary, suite, tests, tag, jobs, timeout, sr, log_out,
+                       evidence_out, NULL);
+        return;
+    }
+    char *cases = NULL, *log = NULL, *ev = NULL;
+    run_suite_once(g, kind, keys, binary, suite, tests, tag, jobs, timeout, sr, &log, &ev,
+                   &cases);
+    char *together = cases_together_tests(cases, suite);
+    double left = timeout - sr->elapsed;
+    int whole = 0;
+    char *again_names = NULL;
+    if (sr->state == SR_OK) {
+        again_names = cases_expand(sr, cases, jobs);
+    } else if (together) {
+        /* (only the cases of a test that ran one process per case are told
+         * apart by the output) */
+        keep_tests(sr, together, 0);
+        whole = sr->state == SR_NO_REPORT;
+    }
+    free(cases);
+    free(together);
+    if ((whole || again_names) && !proc_interrupted() && left >= 5.0) {
+        char *glob = again_names ? xasprintf("@(%s)", again_names) : NULL;
+        char *tag2 = xasprintf("%s-apart", tag);
+        suite_run again;
+        char *log2 = NULL, *ev2 = NULL;
+        run_suite_once(g, kind, keys, binary, suite, glob ? glob : tests, tag2, jobs, left,
+                       &again, &log2, &ev2, NULL);
+        char *both = xasprintf("%s\n==== %s/%s again, one process per case (%s; only this run "
+                               "counts for %s)\n%s",
+                               log ? log : "", suite, glob ? glob : tests ? tests : "*",
+                               whole ? "the run with each test's cases together ended without "
+                                       "its report"
+                                     : "with its cases together, not every case passed",
+                               whole ? "the suite" : "these tests", log2 ? log2 : "");
+        free(log);
+        free(log2);
+        log = both;
+        if (whole) {
+            free(ev);
+            ev = ev2;
+            double first = sr->elapsed;
+            suite_run_free(sr);
+            *sr = again;
+            sr->elapsed += first;
+        } else {
+            keep_tests(&again, again_names, 1);
+            keep_tests(sr, again_names, 0); /* (and their speed records) */
+            merge_runs(sr, &again);
+            char *jtag = xasprintf("-%s%s-apart", kind == STEP_TRUSTED ? "trusted" : "test", tag);
+            ev = evidence_join(g, suite, jtag, ev, again_names, ev2);
+            free(jtag);
+        }
+        free(glob);
+        free(tag2);
+    } else if (again_names) {
+        /* no time left to run them again: they have no result */
+        char *w = xasprintf("the suite's time ran out before %s could run again one process "
+                            "per case (with its cases together, not every case passed)",
+                            again_names);
+        if (sr->why) {
+            char *both = xasprintf("%s; %s", sr->why, w);
+            free(w);
+            w = both;
+        }
+        free(sr->why);
+        sr->why = w;
+        sr->state = SR_KILLED;
+    }
+    free(again_names);
+    if (log_out) *log_out = log;
+    else free(log);
+    if (evidence_out) *evidence_out = ev;
+    else free(ev);
 }
 
 /* `suite` on a GPU that its tests share, with one another (--test-jobs N:

@@ -44,6 +44,18 @@ typedef struct {
     char *output;
 } sanitizer_run;
 
+/* cases.c: the results of a run (Criterion's --jobs `jobs`) whose
+ * FL_PARAM_TESTs ran their cases together (FUSIONLAB_CASES=together), each
+ * test's results turned into the cases they stand for, by the lines of
+ * FUSIONLAB_CASES_REPORT (`report`, NULL: none) for sr's suite. The tests
+ * whose results stand for no case this way are taken out of sr and returned
+ * ("a|b", NULL: none): they run again, one process per case, and only that
+ * run counts. sr's state must be SR_OK (else NULL, sr untouched). */
+char *cases_expand(suite_run *sr, const char *report, int jobs);
+/* The tests of `suite` whose cases the report says ran together ("a|b", or
+ * NULL). */
+char *cases_together_tests(const char *report, const char *suite);
+
 /* steps.c: every step that compiles, reads or runs a student's code goes
  * through run_step, which sandboxes it (see steps.c for what each kind of
  * step sees). `scratch` (or NULL) is the step's writable folder and working

@@ -13,7 +13,9 @@
  * within the trusted record's tolerance of the trusted reference. A test
  * whose report claims more passing cases than that (plus the cases of the
  * trusted run that ran but compared no output array, which only the report
- * can speak for) makes the whole lesson score 0.
+ * can speak for), or that gives fewer cases of a test than the trusted run
+ * ran (its passes would be scored over fewer cases than there are), makes
+ * the whole lesson score 0.
  */
 #define _XOPEN_SOURCE 700
 #include "stages.h"
@@ -112,6 +114,14 @@ static int count_passed(const suite_run *sr, const char *test)
     return n;
 }
 
+/* The cases of `test` in a report, whatever became of them. */
+static int count_listed(const suite_run *sr, const char *test)
+{
+    int n = 0;
+    for (int i = 0; i < sr->n; ++i) n += strcmp(sr->cases[i].test, test) == 0;
+    return n;
+}
+
 /* The trusted run's cases of `test` that ran to their end, passed or failed
  * (a counters check of the worked solution may miss its mark while the GPU
  * is shared); a case it skipped, for want of a GPU, could not have passed,
@@ -189,6 +199,16 @@ char *verify_lesson(const strlist *suites, const suite_run *student, char *const
             int instances, verified;
             verify_test(&tev, &sev, suites->v[i], tests.v[t], &instances, &verified);
             int unverifiable = trusted_ran > instances ? trusted_ran - instances : 0;
+            /* a report that stands for fewer cases than the trusted run ran
+             * would score its passes over fewer cases than there are */
+            int listed = count_listed(st, tests.v[t]);
+            if (st->state == SR_OK && listed < trusted_ran) {
+                theirs = 1;
+                sbuf_addf(&why, "%s::%s: the report gives %d case%s; the worked solution's run on "
+                          "the same inputs ran %d\n", suites->v[i], tests.v[t], listed,
+                          listed == 1 ? "" : "s", trusted_ran);
+                continue;
+            }
             if (claimed > verified + unverifiable + cut) theirs = 1;
             if (claimed > verified + unverifiable)
                 sbuf_addf(&why, "%s::%s: the report claims %d passing case%s; the grader can "

@@ -20,6 +20,11 @@
  *   solution's audit with that tool ran cleanly), the baseline's and the
  *   harness's kernel counts against the worked solution's (unchecked where
  *   it has none), no kernel of the file's;
+ * - verify.c: a report giving fewer cases of a test than the trusted run ran
+ *   is the student's shortfall; cases.c: one result of a parameterized test
+ *   whose cases ran in one process stands for all of them only when each
+ *   passed (or each skipped), by the lines the program wrote, else the test
+ *   runs again one process per case;
  * - the kernel trace (grader/ktrace.c) is taken only whole: every process
  *   that wrote kernel lines ended with an "#end" line counting them, and no
  *   record was dropped or left without its times.
@@ -240,6 +245,127 @@ int main(int argc, char **argv)
         strlist_free(&suites);
     }
 
+    /* a report that gives fewer cases of a test than the trusted run ran
+     * (one result standing for a test of three cases) is the student's */
+    {
+        cr_case tc[3] = {{"t", CR_PASSED, "", ""}, {"t", CR_PASSED, "", ""},
+                         {"t", CR_PASSED, "", ""}};
+        cr_case sc[1] = {{"t", CR_PASSED, "", ""}};
+        suite_run tr = {.suite = "s", .state = SR_OK, .cases = tc, .n = 3};
+        suite_run st = {.suite = "s", .state = SR_OK, .cases = sc, .n = 1};
+        strlist suites = {0};
+        strlist_add(&suites, "s");
+        char *none[1] = {NULL};
+        int fault = 1;
+        char *why = verify_lesson(&suites, &st, none, &tr, none, &fault);
+        EXPECT(why && strstr(why, "the report gives 1 case;") && !fault,
+               "a report of 1 case against 3 trusted ones was borne out, or called the "
+               "grader's fault: %s", why ? why : "(borne out)");
+        free(why);
+        strlist_free(&suites);
+    }
+
+    /* cases.c: one result of a test whose cases ran together stands for all
+     * of them only when every case passed, or every one skipped */
+    {
+        static const struct {
+            const char *what, *report;
+            cr_status st;
+            int results;         /* results of "t" in the run (its shares) */
+            int jobs;            /* the run's --jobs */
+            int want_n;          /* cases of "t" after, -1: none (runs again) */
+            cr_status want_st;
+        } cases[] = {
+            {"all passed", "param s/t 4 1\nran s/t 4 0 4 0\n", CR_PASSED, 1, 1, 4, CR_PASSED},
+            {"all skipped", "param s/t 3 1\nran s/t 3 0 0 3\n", CR_SKIPPED, 1, 1, 3, CR_SKIPPED},
+            {"the runner and the process both", "param s/t 4 1\nparam s/t 4 1\nran s/t 4 0 4 0\n",
+             CR_PASSED, 1, 1, 4, CR_PASSED},
+            {"two shares, all passed", "param s/t 5 2\nran s/t 5 1 3 0\nran s/t 5 0 2 0\n",
+             CR_PASSED, 2, 2, 5, CR_PASSED},
+            {"two shares, all skipped", "param s/t 5 2\nran s/t 5 0 0 2\nran s/t 5 1 0 3\n",
+             CR_SKIPPED, 2, 2, 5, CR_SKIPPED},
+            {"two shares, one result", "param s/t 5 2\nran s/t 5 0 2 0\nran s/t 5 1 3 0\n",
+             CR_PASSED, 1, 2, -1, CR_FAILED},
+            {"two shares, one ran line", "param s/t 5 2\nran s/t 5 0 2 0\n", CR_PASSED, 2, 2, -1,
+             CR_FAILED},
+            {"two shares, one share twice", "param s/t 5 2\nran s/t 5 0 2 0\nran s/t 5 0 2 0\n",
+             CR_PASSED, 2, 2, -1, CR_FAILED},
+            {"a share of the wrong size", "param s/t 5 2\nran s/t 5 0 3 0\nran s/t 5 1 2 0\n",
+             CR_PASSED, 2, 2, -1, CR_FAILED},
+            {"a share past P", "param s/t 5 2\nran s/t 5 0 2 0\nran s/t 5 2 3 0\n", CR_PASSED, 2, 2,
+             -1, CR_FAILED},
+            {"a case failed", "param s/t 4 1\nran s/t 4 0 4 0\n", CR_FAILED, 1, 1, -1, CR_FAILED},
+            {"crashed", "param s/t 4 1\n", CR_CRASHED, 1, 1, -1, CR_FAILED},
+            {"passed, no ran line", "param s/t 4 1\n", CR_PASSED, 1, 1, -1, CR_FAILED},
+            {"passed, one skipped", "param s/t 4 1\nran s/t 4 0 3 1\n", CR_PASSED, 1, 1, -1, CR_FAILED},
+            {"skipped, one ran", "param s/t 4 1\nran s/t 4 0 1 3\n", CR_SKIPPED, 1, 1, -1, CR_FAILED},
+            {"ran line of another size", "param s/t 4 1\nran s/t 5 0 5 0\n", CR_PASSED, 1, 1, -1,
+             CR_FAILED},
+            {"params that disagree", "param s/t 4 1\nparam s/t 6 1\nran s/t 4 0 4 0\n", CR_PASSED,
+             1, 1, -1, CR_FAILED},
+            {"two processes for one share", "param s/t 4 1\nran s/t 4 0 4 0\nran s/t 4 0 4 0\n",
+             CR_PASSED, 1, 1, -1, CR_FAILED},
+            {"no lines: an ordinary test", "", CR_PASSED, 1, 1, 1, CR_PASSED},
+            {"another suite's lines", "param s2/t 4 1\nran s2/t 4 0 4 0\n", CR_PASSED, 1, 1, 1,
+             CR_PASSED},
+            {"lines that do not parse", "param s/t four 1\nparam s/t 4\nran s/t 4 0 4 0 x\n",
+             CR_PASSED, 1, 1, 1, CR_PASSED},
+            {"P other than the run's --jobs", "param s/t 4 1\nran s/t 4 0 4 0\n", CR_PASSED, 1, 4,
+             -1, CR_FAILED},
+            {"four shares of a run of --jobs 4", "param s/t 4 4\nran s/t 4 0 1 0\n"
+             "ran s/t 4 1 1 0\nran s/t 4 2 1 0\nran s/t 4 3 1 0\n", CR_PASSED, 4, 4, 4, CR_PASSED},
+            {"more cases than a test may have", "param s/t 5000 1\nran s/t 5000 0 5000 0\n",
+             CR_PASSED, 1, 1, 1, CR_PASSED},
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+            suite_run sr = {.suite = "s", .state = SR_OK};
+            int m = cases[i].results + 2;
+            sr.cases = xcalloc((size_t)m, sizeof *sr.cases);
+            for (int k = 0; k < m; ++k) {
+                const char *name = k == 0 ? "a" : k == m - 1 ? "z" : "t";
+                int is_t = name[0] == 't';
+                sr.cases[k].test = xstrdup(name);
+                sr.cases[k].status = is_t ? cases[i].st : CR_PASSED;
+                sr.cases[k].message = xstrdup(is_t ? "why" : "");
+                sr.cases[k].extra = xstrdup("");
+            }
+            sr.n = m;
+            char *again = cases_expand(&sr, cases[i].report, cases[i].jobs);
+            int n_t = 0, ok_st = 1, others = 0;
+            for (int k = 0; k < sr.n; ++k) {
+                if (strcmp(sr.cases[k].test, "t") == 0) {
+                    ++n_t;
+                    ok_st &= sr.cases[k].status == cases[i].want_st &&
+                             strcmp(sr.cases[k].message, "why") == 0;
+                } else {
+                    ++others;
+                }
+            }
+            if (cases[i].want_n < 0)
+                EXPECT(again && strcmp(again, "t") == 0 && n_t == 0 && others == 2,
+                       "cases.c, %s: want t to run again (and no result of it kept), got "
+                       "again=%s, %d results of t", cases[i].what, again ? again : "(none)", n_t);
+            else
+                EXPECT(again == NULL && n_t == cases[i].want_n && ok_st && others == 2,
+                       "cases.c, %s: want %d results of t, got %d (again=%s)", cases[i].what,
+                       cases[i].want_n, n_t, again ? again : "(none)");
+            free(again);
+            for (int k = 0; k < sr.n; ++k) {
+                free(sr.cases[k].test);
+                free(sr.cases[k].message);
+                free(sr.cases[k].extra);
+            }
+            free(sr.cases);
+        }
+        /* a run that ended without its report is not expanded */
+        cr_case one[1] = {{"t", CR_PASSED, "", ""}};
+        suite_run killed = {.suite = "s", .state = SR_KILLED, .cases = one, .n = 1};
+        char *again = cases_expand(&killed, "param s/t 4 1\nran s/t 4 0 4 0\n", 1);
+        EXPECT(again == NULL && killed.n == 1 && killed.cases == one,
+               "cases.c expanded a run that ended without its report");
+        free(again);
+    }
+
     /* what a verify_once run measured is handed on only whole */
     {
         static const struct {
@@ -266,7 +392,10 @@ int main(int argc, char **argv)
 
     if (failures == 0)
         printf("PASS: a static kernel is the student's; one named like a harness kernel stays in "
-               "the profile and is a name clash; an extern \"C\" kernel is the student's; a kernel trace "
-               "is taken only whole; the verdicts on claims hold; measurements are handed on only whole; a trusted case that did not end vouches for nothing\n");
+               "the profile and is a name clash; an extern \"C\" kernel is the student's; a "
+               "kernel trace is taken only whole; the verdicts on claims hold; measurements are "
+               "handed on only whole; a trusted case that did not end vouches for nothing; a "
+               "report of fewer cases than the trusted run is the student's; results of cases "
+               "run together stand for their cases only when whole\n");
     return failures ? 1 : 0;
 }
