@@ -853,7 +853,7 @@ suite_run *run_suites(grader *g, submission *s, lesson_result *lr, const char *b
  * must pick the size it picked there); then verify_lesson(). NULL when
  * every pass the student's report claims is borne out, else why not. */
 char *verify_runs(grader *g, submission *s, lesson_result *lr, const strlist *suites,
-                  const suite_run *runs, char *const *evidence, const char *progress,
+                  suite_run *runs, char *const *evidence, const char *progress,
                   int *grader_fault)
 {
     *grader_fault = 0;

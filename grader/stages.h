@@ -105,9 +105,11 @@ char *measured_lines(const char *text, int n);
 suite_run *run_suites(grader *g, submission *s, lesson_result *lr, const char *binary,
                       const strlist *suites, const char *progress, char ***evidence);
 /* The worked solution's runs on the same inputs, then verify_lesson: NULL
- * when the student's report claims nothing the grader cannot bear out. */
+ * when the student's report claims nothing the grader cannot bear out.
+ * A run of the student's that ended without its report gets the cases the
+ * trusted run ran beyond those its output shows, as not passed. */
 char *verify_runs(grader *g, submission *s, lesson_result *lr, const strlist *suites,
-                  const suite_run *runs, char *const *evidence, const char *progress,
+                  suite_run *runs, char *const *evidence, const char *progress,
                   int *grader_fault);
 
 /* audit.c: NULL when every passing speed check's claim agrees with the
@@ -116,10 +118,12 @@ char *audit_speed(grader *g, submission *s, lesson_result *lr, const char *binar
                   const strlist *suites, const suite_run *runs, const char *progress);
 
 /* verify.c */
-/* *grader_fault (when not NULL): 1 when every shortfall may be the trusted
+/* (student: a test with passes, in a run without its report, that lists
+ * fewer cases than the trusted run ran gets the rest as CR_KILLED cases.)
+ * *grader_fault (when not NULL): 1 when every shortfall may be the trusted
  * run's (a suite of it that did not finish, its evidence damaged, cases of
  * it that did not end), so that the lesson is not graded rather than 0. */
-char *verify_lesson(const strlist *suites, const suite_run *student, char *const *student_ev,
+char *verify_lesson(const strlist *suites, suite_run *student, char *const *student_ev,
                     const suite_run *trusted, char *const *trusted_ev, int *grader_fault);
 /* The sanitizer stage: compute-sanitizer on the test program, once, when a
  * sanitizer check of the rubric is worth points (not after a suite ran

@@ -169,13 +169,28 @@ static void verify_test(const ev_set *tru, ev_set *stu, const char *suite, const
     }
 }
 
-char *verify_lesson(const strlist *suites, const suite_run *student, char *const *student_ev,
+/* `k` more cases of `test` in sr, each KILLED: cases the trusted run ran that
+ * a run without its report never got to report. */
+static void add_unreported(suite_run *sr, const char *test, int k)
+{
+    sr->cases = xrealloc(sr->cases, (size_t)(sr->n + k + 1) * sizeof *sr->cases);
+    for (int i = 0; i < k; ++i) {
+        cr_case *c = &sr->cases[sr->n++];
+        c->test = xstrdup(test);
+        c->status = CR_KILLED;
+        c->message = xstrdup("no result: the suite's run ended before this case reported");
+        c->extra = xstrdup("");
+    }
+}
+
+char *verify_lesson(const strlist *suites, suite_run *student, char *const *student_ev,
                     const suite_run *trusted, char *const *trusted_ev, int *grader_fault)
 {
     sbuf why = {0};
     int theirs = 0; /* a shortfall that no failure of the trusted run explains */
     for (int i = 0; i < suites->n; ++i) {
-        const suite_run *st = &student[i], *tr = &trusted[i];
+        suite_run *st = &student[i];
+        const suite_run *tr = &trusted[i];
         if (tr->state != SR_OK) {
             sbuf_addf(&why, "suite %s: the worked solution's run on the same inputs did not "
                       "finish (%s), so nothing of this suite could be verified\n",
@@ -209,6 +224,11 @@ char *verify_lesson(const strlist *suites, const suite_run *student, char *const
                           listed == 1 ? "" : "s", trusted_ran);
                 continue;
             }
+            /* a run that ended without its report lists the cases its output
+             * shows: those the trusted run ran beyond them count as cases that
+             * did not pass (not as fewer cases to score over) */
+            if (st->state != SR_OK && listed < trusted_ran)
+                add_unreported(st, tests.v[t], trusted_ran - listed);
             if (claimed > verified + unverifiable + cut) theirs = 1;
             if (claimed > verified + unverifiable)
                 sbuf_addf(&why, "%s::%s: the report claims %d passing case%s; the grader can "

@@ -265,6 +265,35 @@ int main(int argc, char **argv)
         strlist_free(&suites);
     }
 
+    /* a run without its report that lists fewer cases than the trusted run
+     * ran (its output forged, or cut short) gets the rest as not passed */
+    {
+        cr_case tc[3] = {{"t", CR_PASSED, "", ""}, {"t", CR_PASSED, "", ""},
+                         {"t", CR_PASSED, "", ""}};
+        suite_run tr = {.suite = "s", .state = SR_OK, .cases = tc, .n = 3};
+        suite_run st = {.suite = "s", .state = SR_NO_REPORT, .n = 1};
+        st.cases = xcalloc(2, sizeof *st.cases);
+        st.cases[0] = (cr_case){xstrdup("t"), CR_PASSED, xstrdup(""), xstrdup("")};
+        strlist suites = {0};
+        strlist_add(&suites, "s");
+        char *none[1] = {NULL};
+        int fault = 0;
+        char *why = verify_lesson(&suites, &st, none, &tr, none, &fault);
+        int killed = 0;
+        for (int k = 0; k < st.n; ++k) killed += st.cases[k].status == CR_KILLED;
+        EXPECT(st.n == 3 && killed == 2 && why == NULL,
+               "a run without its report listing 1 case of 3 was not given the other 2 as not "
+               "passed (%d cases, %d killed): %s", st.n, killed, why ? why : "(borne out)");
+        free(why);
+        for (int k = 0; k < st.n; ++k) {
+            free(st.cases[k].test);
+            free(st.cases[k].message);
+            free(st.cases[k].extra);
+        }
+        free(st.cases);
+        strlist_free(&suites);
+    }
+
     /* cases.c: one result of a test whose cases ran together stands for all
      * of them only when every case passed, or every one skipped */
     {
@@ -395,7 +424,8 @@ int main(int argc, char **argv)
                "the profile and is a name clash; an extern \"C\" kernel is the student's; a "
                "kernel trace is taken only whole; the verdicts on claims hold; measurements are "
                "handed on only whole; a trusted case that did not end vouches for nothing; a "
-               "report of fewer cases than the trusted run is the student's; results of cases "
+               "report of fewer cases than the trusted run is the student's, or, cut short, the rest "
+               "count as not passed; results of cases "
                "run together stand for their cases only when whole\n");
     return failures ? 1 : 0;
 }
