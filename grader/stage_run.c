@@ -390,14 +390,14 @@ static void run_suite_once(grader *g, step_kind kind, const submission_keys *key
 
 static void run_suite_part(grader *g, step_kind kind, const submission_keys *keys,
                            const char *binary, const char *suite, const char *tests,
-                           const char *tag, int jobs, double timeout, suite_run *sr,
-                           char **log_out, char **evidence_out);
+                           const char *tag, int jobs, double timeout, int fallback,
+                           suite_run *sr, char **log_out, char **evidence_out);
 
 void run_suite(grader *g, step_kind kind, const submission_keys *keys, const char *binary,
                const char *suite, double timeout, suite_run *sr, char **log_out,
                char **evidence_out)
 {
-    run_suite_part(g, kind, keys, binary, suite, NULL, "", 1, timeout, sr, log_out,
+    run_suite_part(g, kind, keys, binary, suite, NULL, "", 1, timeout, 1, sr, log_out,
                    evidence_out);
 }
 
@@ -598,11 +598,13 @@ static char *failing_tests(const suite_run *sr)
  * Both within the part's `timeout`, counted from the first run's start: a
  * run killed at that limit is not made again, and the tests whose cases ran
  * together in it give no result (they stand for cases that cannot be told
- * apart). */
+ * apart). Without `fallback`, the tests that would run again are left to
+ * the caller instead, each as one failed case (run_suite_gpu runs every
+ * test with a case that did not pass again, alone). */
 static void run_suite_part(grader *g, step_kind kind, const submission_keys *keys,
                            const char *binary, const char *suite, const char *tests,
-                           const char *tag, int jobs, double timeout, suite_run *sr,
-                           char **log_out, char **evidence_out)
+                           const char *tag, int jobs, double timeout, int fallback,
+                           suite_run *sr, char **log_out, char **evidence_out)
 {
     if (g->cases_apart) {
         run_suite_once(g, kind, keys, binary, suite, tests, tag, jobs, timeout, sr, log_out,
@@ -622,10 +624,22 @@ static void run_suite_part(grader *g, step_kind kind, const submission_keys *key
         /* (only the cases of a test that ran one process per case are told
          * apart by the output) */
         keep_tests(sr, together, 0);
-        whole = sr->state == SR_NO_REPORT;
+        whole = sr->state == SR_NO_REPORT && fallback; /* (else the caller's) */
     }
     free(cases);
     free(together);
+    if (!fallback && again_names) {
+        sbuf all = {0};
+        sbuf_add(&all, again_names);
+        for (char *p = all.s, *end; p; p = end ? end + 1 : NULL) {
+            end = strchr(p, '|');
+            if (end) *end = '\0';
+            case_add(sr, p, CR_FAILED, "with its cases together, not every case passed", NULL);
+        }
+        sbuf_free(&all);
+        free(again_names);
+        again_names = NULL;
+    }
     if ((whole || again_names) && !proc_interrupted() && left >= 5.0) {
         char *glob = again_names ? xasprintf("@(%s)", again_names) : NULL;
         char *tag2 = xasprintf("%s-apart", tag);
@@ -724,7 +738,7 @@ static void run_suite_gpu(grader *g, lesson_result *lr, step_kind kind,
 
     char *log = NULL, *ev = NULL;
     lr->gpu_wait_s += gpu_hold(g, GPU_SHARED);
-    run_suite_part(g, kind, keys, binary, suite, rest, "-shared", g->test_jobs, timeout, sr,
+    run_suite_part(g, kind, keys, binary, suite, rest, "-shared", g->test_jobs, timeout, 0, sr,
                    &log, &ev);
     gpu_release(g);
     if (names) keep_tests(sr, names, 0);
@@ -736,8 +750,13 @@ static void run_suite_gpu(grader *g, lesson_result *lr, step_kind kind,
         suite_run again;
         char *log2 = NULL, *ev2 = NULL;
         lr->gpu_wait_s += gpu_hold(g, GPU_ALONE);
+        /* one process per case: the cases ran together already (a test
+         * that failed there would only run a third time) */
+        int apart = g->cases_apart;
+        g->cases_apart = 1;
         run_suite_part(g, kind, keys, binary, suite, again_glob ? again_glob : rest, "-again",
-                       1, timeout, &again, &log2, &ev2);
+                       1, timeout, 1, &again, &log2, &ev2);
+        g->cases_apart = apart;
         gpu_release(g);
         lr->reruns++;
         char *both = xasprintf("%s\n==== %s/%s again, alone on the GPU (side by side with other "
@@ -768,7 +787,7 @@ static void run_suite_gpu(grader *g, lesson_result *lr, step_kind kind,
         suite_run part;
         char *log2 = NULL, *ev2 = NULL;
         lr->gpu_wait_s += gpu_hold(g, GPU_ALONE);
-        run_suite_part(g, kind, keys, binary, suite, only, "-alone", 1, timeout, &part, &log2,
+        run_suite_part(g, kind, keys, binary, suite, only, "-alone", 1, timeout, 1, &part, &log2,
                        &ev2);
         gpu_release(g);
         keep_tests(&part, names, 1);
