@@ -1,13 +1,15 @@
 /* grader/cases.c — a parameterized test's cases run in one process: what
  * one Criterion result stands for.
  *
- * The grader runs each suite with FUSIONLAB_CASES=together (--cases, grade.c):
- * every FL_PARAM_TEST of tests/fl_test.h then runs its cases in a few test
- * processes, one after another in each, and Criterion reports one result
- * per process. Every process that starts CUDA costs about 0.2 s and the driver
- * starts them one at a time across the machine, so a submission of five
- * lessons starts a few dozen processes instead of about 250 (and the
- * worked solution's runs of the verify stage as many again).
+ * The grader runs the worked solution's suites (the verify stage) with
+ * FUSIONLAB_CASES=together (--cases, grade.c): every FL_PARAM_TEST of
+ * tests/fl_test.h then runs its cases in a few test processes, one after
+ * another in each, and Criterion reports one result per process. Every
+ * process that starts CUDA costs about 0.2 s and the driver starts them one
+ * at a time across the machine: the verify stage of a submission's five
+ * lessons starts about 120 processes instead of about 220. The student's
+ * runs stay one process per case, where each case makes its launcher's
+ * first call in a fresh process (stage_run.c says why).
  *
  * The cases are shared out among P processes (FUSIONLAB_CASES_PROCESSES:
  * the run's --jobs, so that a test of heavy cases still runs side by side),
@@ -21,10 +23,11 @@
  * test to run again one process per case, and only that run counts: a case
  * fails or passes exactly as it does in a process of its own.
  *
- * All of it is the student's program's word, as its Criterion report is. A
- * report that stands for fewer cases than the worked solution's run on the
- * same inputs, or claims passes its evidence cannot bear out, is the verify
- * stage's business (verify.c): the lesson scores 0 there.
+ * The lines are checked as if a student's program had written them (it
+ * would be its word, as its Criterion report is): a report that stands for
+ * fewer cases than the worked solution's run on the same inputs, or claims
+ * passes its evidence cannot bear out, is the verify stage's business
+ * (verify.c): the lesson scores 0 there.
  */
 #define _XOPEN_SOURCE 700
 #include "stages.h"

@@ -65,8 +65,9 @@ typedef struct {
     int jobs;            /* build parallelism */
     int test_jobs;       /* test processes side by side (--test-jobs; 0 until
                             set: a quarter of jobs, 1 to 4) */
-    int cases_apart;     /* --cases apart: every case of a parameterized test
-                            a process of its own (default: together, cases.c) */
+    int cases_apart;     /* --cases apart: in the worked solution's runs too,
+                            every case of a parameterized test a process of
+                            its own (default: together there, cases.c) */
     int gpu;             /* a CUDA device is visible and used */
     int no_gpu;          /* --no-gpu: hide devices from the tests */
     char *gpu_name;

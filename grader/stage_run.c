@@ -388,17 +388,23 @@ static void run_suite_once(grader *g, step_kind kind, const submission_keys *key
     free(scratch);
 }
 
+/* How run_suite_part runs an FL_PARAM_TEST's cases: one process each; together
+ * (unless --cases apart), a test whose results stand for no case then run
+ * again one process per case; or together, such a test left to the caller
+ * as one failed case. */
+typedef enum { CASES_APART, CASES_TOGETHER, CASES_TOGETHER_CALLER_RETRIES } cases_mode;
+
 static void run_suite_part(grader *g, step_kind kind, const submission_keys *keys,
                            const char *binary, const char *suite, const char *tests,
-                           const char *tag, int jobs, double timeout, int fallback,
+                           const char *tag, int jobs, double timeout, cases_mode mode,
                            suite_run *sr, char **log_out, char **evidence_out);
 
 void run_suite(grader *g, step_kind kind, const submission_keys *keys, const char *binary,
                const char *suite, double timeout, suite_run *sr, char **log_out,
                char **evidence_out)
 {
-    run_suite_part(g, kind, keys, binary, suite, NULL, "", 1, timeout, 1, sr, log_out,
-                   evidence_out);
+    run_suite_part(g, kind, keys, binary, suite, NULL, "", 1, timeout, CASES_TOGETHER, sr,
+                   log_out, evidence_out);
 }
 
 /* ---- 4a. several workers on one GPU ------------------------------------------- */
@@ -590,23 +596,32 @@ static char *failing_tests(const suite_run *sr)
     return b.len ? sbuf_take(&b) : (sbuf_free(&b), NULL);
 }
 
-/* One run of `suite` (as run_suite_once), each FL_PARAM_TEST's cases
- * together in a few processes unless --cases apart (cases.c): a test whose
+/* One run of `suite` (as run_suite_once); in the worked solution's runs,
+ * each FL_PARAM_TEST's cases together in a few processes unless --cases
+ * apart (cases.c): a test whose
  * results stand for no case there runs again, one process per case, and
  * only that run counts (its records alone may bear its passes out); a run
  * that ended without its report runs again whole, one process per case.
  * Both within the part's `timeout`, counted from the first run's start: a
  * run killed at that limit is not made again, and the tests whose cases ran
  * together in it give no result (they stand for cases that cannot be told
- * apart). Without `fallback`, the tests that would run again are left to
- * the caller instead, each as one failed case (run_suite_gpu runs every
- * test with a case that did not pass again, alone). */
+ * apart). With CASES_TOGETHER_CALLER_RETRIES, the tests that would run
+ * again are left to the caller instead, each as one failed case
+ * (run_suite_gpu runs every test with a case that did not pass again,
+ * alone, one process per case). */
 static void run_suite_part(grader *g, step_kind kind, const submission_keys *keys,
                            const char *binary, const char *suite, const char *tests,
-                           const char *tag, int jobs, double timeout, int fallback,
+                           const char *tag, int jobs, double timeout, cases_mode mode,
                            suite_run *sr, char **log_out, char **evidence_out)
 {
-    if (g->cases_apart) {
+    int fallback = mode == CASES_TOGETHER;
+    /* the student's runs: one process per case, always. A case run after
+     * others no longer makes its launcher's first call in a fresh process,
+     * and a wrong launcher can be right on every call but the first (a
+     * model whose first call forgets the long rows graded 30 / 30 with the
+     * cases together and 28.71 apart). The worked solution's runs have no
+     * such bug to find. */
+    if (mode == CASES_APART || g->cases_apart || kind != STEP_TRUSTED) {
         run_suite_once(g, kind, keys, binary, suite, tests, tag, jobs, timeout, sr, log_out,
                        evidence_out, NULL);
         return;
@@ -738,8 +753,8 @@ static void run_suite_gpu(grader *g, lesson_result *lr, step_kind kind,
 
     char *log = NULL, *ev = NULL;
     lr->gpu_wait_s += gpu_hold(g, GPU_SHARED);
-    run_suite_part(g, kind, keys, binary, suite, rest, "-shared", g->test_jobs, timeout, 0, sr,
-                   &log, &ev);
+    run_suite_part(g, kind, keys, binary, suite, rest, "-shared", g->test_jobs, timeout,
+                   CASES_TOGETHER_CALLER_RETRIES, sr, &log, &ev);
     gpu_release(g);
     if (names) keep_tests(sr, names, 0);
     if (!came_out_clean(sr) && !proc_interrupted()) {
@@ -750,13 +765,9 @@ static void run_suite_gpu(grader *g, lesson_result *lr, step_kind kind,
         suite_run again;
         char *log2 = NULL, *ev2 = NULL;
         lr->gpu_wait_s += gpu_hold(g, GPU_ALONE);
-        /* one process per case: the cases ran together already (a test
-         * that failed there would only run a third time) */
-        int apart = g->cases_apart;
-        g->cases_apart = 1;
+        /* one process per case: the cases ran together already */
         run_suite_part(g, kind, keys, binary, suite, again_glob ? again_glob : rest, "-again",
-                       1, timeout, 1, &again, &log2, &ev2);
-        g->cases_apart = apart;
+                       1, timeout, CASES_APART, &again, &log2, &ev2);
         gpu_release(g);
         lr->reruns++;
         char *both = xasprintf("%s\n==== %s/%s again, alone on the GPU (side by side with other "
@@ -787,8 +798,8 @@ static void run_suite_gpu(grader *g, lesson_result *lr, step_kind kind,
         suite_run part;
         char *log2 = NULL, *ev2 = NULL;
         lr->gpu_wait_s += gpu_hold(g, GPU_ALONE);
-        run_suite_part(g, kind, keys, binary, suite, only, "-alone", 1, timeout, 1, &part, &log2,
-                       &ev2);
+        run_suite_part(g, kind, keys, binary, suite, only, "-alone", 1, timeout, CASES_TOGETHER,
+                       &part, &log2, &ev2);
         gpu_release(g);
         keep_tests(&part, names, 1);
         char *both = xasprintf("%s\n==== %s/%s, alone on the GPU\n%s", log ? log : "", suite,

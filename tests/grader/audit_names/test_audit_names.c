@@ -48,6 +48,20 @@ static int failures;
 static const char *kFlush = "_Z18fl_l2_flush_kernelPK4int4mPi";
 static const char *kGridStride = "_Z15add_grid_stridePKfS0_Pfm";
 
+/* verify_lesson of `st` (suite "s") against a trusted run of three passing
+ * cases of test "t", with no evidence on either side. */
+static char *verify_against_three(suite_run *st, int *fault)
+{
+    cr_case tc[3] = {{"t", CR_PASSED, "", ""}, {"t", CR_PASSED, "", ""}, {"t", CR_PASSED, "", ""}};
+    suite_run tr = {.suite = "s", .state = SR_OK, .cases = tc, .n = 3};
+    strlist suites = {0};
+    strlist_add(&suites, "s");
+    char *none[1] = {NULL};
+    char *why = verify_lesson(&suites, st, none, &tr, none, fault);
+    strlist_free(&suites);
+    return why;
+}
+
 int main(int argc, char **argv)
 {
     int sep = 1;
@@ -248,50 +262,32 @@ int main(int argc, char **argv)
     /* a report that gives fewer cases of a test than the trusted run ran
      * (one result standing for a test of three cases) is the student's */
     {
-        cr_case tc[3] = {{"t", CR_PASSED, "", ""}, {"t", CR_PASSED, "", ""},
-                         {"t", CR_PASSED, "", ""}};
         cr_case sc[1] = {{"t", CR_PASSED, "", ""}};
-        suite_run tr = {.suite = "s", .state = SR_OK, .cases = tc, .n = 3};
         suite_run st = {.suite = "s", .state = SR_OK, .cases = sc, .n = 1};
-        strlist suites = {0};
-        strlist_add(&suites, "s");
-        char *none[1] = {NULL};
         int fault = 1;
-        char *why = verify_lesson(&suites, &st, none, &tr, none, &fault);
+        char *why = verify_against_three(&st, &fault);
         EXPECT(why && strstr(why, "the report gives 1 case;") && !fault,
                "a report of 1 case against 3 trusted ones was borne out, or called the "
                "grader's fault: %s", why ? why : "(borne out)");
         free(why);
-        strlist_free(&suites);
     }
 
     /* a run without its report that lists fewer cases than the trusted run
      * ran (its output forged, or cut short) gets the rest as not passed */
     {
-        cr_case tc[3] = {{"t", CR_PASSED, "", ""}, {"t", CR_PASSED, "", ""},
-                         {"t", CR_PASSED, "", ""}};
-        suite_run tr = {.suite = "s", .state = SR_OK, .cases = tc, .n = 3};
         suite_run st = {.suite = "s", .state = SR_NO_REPORT, .n = 1};
         st.cases = xcalloc(2, sizeof *st.cases);
         st.cases[0] = (cr_case){xstrdup("t"), CR_PASSED, xstrdup(""), xstrdup("")};
-        strlist suites = {0};
-        strlist_add(&suites, "s");
-        char *none[1] = {NULL};
         int fault = 0;
-        char *why = verify_lesson(&suites, &st, none, &tr, none, &fault);
+        char *why = verify_against_three(&st, &fault);
         int killed = 0;
         for (int k = 0; k < st.n; ++k) killed += st.cases[k].status == CR_KILLED;
         EXPECT(st.n == 3 && killed == 2 && why == NULL,
                "a run without its report listing 1 case of 3 was not given the other 2 as not "
                "passed (%d cases, %d killed): %s", st.n, killed, why ? why : "(borne out)");
         free(why);
-        for (int k = 0; k < st.n; ++k) {
-            free(st.cases[k].test);
-            free(st.cases[k].message);
-            free(st.cases[k].extra);
-        }
-        free(st.cases);
-        strlist_free(&suites);
+        st.suite = xstrdup("s");
+        suite_run_free(&st);
     }
 
     /* cases.c: one result of a test whose cases ran together stands for all
@@ -379,12 +375,8 @@ int main(int argc, char **argv)
                        "cases.c, %s: want %d results of t, got %d (again=%s)", cases[i].what,
                        cases[i].want_n, n_t, again ? again : "(none)");
             free(again);
-            for (int k = 0; k < sr.n; ++k) {
-                free(sr.cases[k].test);
-                free(sr.cases[k].message);
-                free(sr.cases[k].extra);
-            }
-            free(sr.cases);
+            sr.suite = xstrdup("s");
+            suite_run_free(&sr);
         }
         /* a run that ended without its report is not expanded */
         cr_case one[1] = {{"t", CR_PASSED, "", ""}};
