@@ -1,7 +1,7 @@
 # cmake/Lesson.cmake — one function adds a lesson.
 #
 #   lesson_add(01-vector-add EXERCISE vector_add.cu)
-#   lesson_add(05-flash-attention EXERCISE attention_fused.cu LIBS CUDA::cublas)
+#   lesson_add(05-flash-attention EXERCISE attention_fused.cu LIBS fusionlab_cublas_lazy)
 #   lesson_add(04-memory-traffic EXERCISE traffic_model.c transpose.cu TOOLS probe.c
 #              CPU_SUITES A_count)
 #
