@@ -59,6 +59,13 @@ static void usage(FILE *f)
             "                    skipped, else run again one process per case; apart: one\n"
             "                    process per case. The student's runs are always one\n"
             "                    process per case\n"
+            "  --cuda-connections N\n"
+            "                    CUDA_DEVICE_MAX_CONNECTIONS for every step that times\n"
+            "                    nothing: the tests but the speed suites, the worked\n"
+            "                    solution's verifying runs and the sanitizer (default 1:\n"
+            "                    each CUDA process starts and ends sooner; 0: the driver's\n"
+            "                    own, 8). The speed suites and the speed audit always run\n"
+            "                    with the driver's own\n"
             "  --rubric FILE     points per check (default: grader/rubric.json)\n"
             "  --arch LIST       CMAKE_CUDA_ARCHITECTURES of the scratch build\n"
             "                    (default: the GPUs' own, from nvidia-smi; without a GPU the\n"
@@ -447,6 +454,7 @@ int main(int argc, char **argv)
     int shard_i = 0, shard_n = 0, shards = 0;
     strlist passthru = {0}; /* what workers and Slurm tasks are given as it is */
     g.sandbox_uid = -1;
+    g.cuda_connections = 1;
     g.gpu_fd = g.gate_fd = -1;
     int uid_unused = 0;
     for (int i = 1; i < argc; ++i) {
@@ -461,6 +469,20 @@ int main(int argc, char **argv)
         }                                                                          \
         var = val;                                                                 \
         ++i;                                                                       \
+    } while (0)
+/* TAKE a whole number from lo to hi into the int `var`; `what` says what it
+ * counts, for the message that refuses anything else. */
+#define TAKE_NUMBER(var, lo, hi, what)                                             \
+    do {                                                                           \
+        const char *v_;                                                            \
+        long x_ = 0;                                                               \
+        TAKE(v_);                                                                  \
+        if (!whole_number(v_, lo, hi, &x_)) {                                      \
+            fprintf(stderr, "fusionlab_grade: %s needs %s from %ld to %ld, not '%s'\n", \
+                    a, what, (long)(lo), (long)(hi), v_);                          \
+            return 2;                                                              \
+        }                                                                          \
+        var = (int)x_;                                                             \
     } while (0)
         if (opts_done || a[0] != '-' || strcmp(a, "-") == 0) {
             strlist_add(&paths, a);
@@ -479,16 +501,8 @@ int main(int argc, char **argv)
             TAKE(gpus_spec);
             keep = 0;
         } else if (strcmp(a, "--per-gpu") == 0) {
-            const char *v;
-            TAKE(v);
+            TAKE_NUMBER(per_gpu, 1, 16, "a number of workers");
             keep = 0;
-            long x = 0;
-            if (!whole_number(v, 1, 16, &x)) {
-                fprintf(stderr, "fusionlab_grade: --per-gpu needs a number of workers from 1 to "
-                        "16, not '%s'\n", v);
-                return 2;
-            }
-            per_gpu = (int)x;
         } else if (strcmp(a, "--gpu-lock") == 0) {
             /* (given by --gpus to workers that share a GPU: gpulock.c) */
             const char *v;
@@ -561,16 +575,11 @@ int main(int argc, char **argv)
                 return 2;
             }
             g.cases_apart = strcmp(v, "apart") == 0;
+        } else if (strcmp(a, "--cuda-connections") == 0) {
+            /* (0: the driver's own) */
+            TAKE_NUMBER(g.cuda_connections, 0, 32, "a number of connections");
         } else if (strcmp(a, "--test-jobs") == 0) {
-            const char *v;
-            TAKE(v);
-            long x = 0;
-            if (!whole_number(v, 1, 64, &x)) {
-                fprintf(stderr, "fusionlab_grade: --test-jobs needs a number of processes from "
-                        "1 to 64, not '%s'\n", v);
-                return 2;
-            }
-            g.test_jobs = (int)x;
+            TAKE_NUMBER(g.test_jobs, 1, 64, "a number of processes");
         } else if (strcmp(a, "--jobs") == 0 || strcmp(a, "--suite-timeout") == 0 ||
                    strcmp(a, "--lesson-timeout") == 0 || strcmp(a, "--build-timeout") == 0 ||
                    strcmp(a, "--test-timeout") == 0 || strcmp(a, "--sanitizer-timeout") == 0) {

@@ -68,6 +68,8 @@ typedef struct {
     int cases_apart;     /* --cases apart: in the worked solution's runs too,
                             every case of a parameterized test a process of
                             its own (default: together there, cases.c) */
+    int cuda_connections; /* --cuda-connections: CUDA_DEVICE_MAX_CONNECTIONS of
+                            the steps that time nothing (0: the driver's own) */
     int gpu;             /* a CUDA device is visible and used */
     int no_gpu;          /* --no-gpu: hide devices from the tests */
     char *gpu_name;

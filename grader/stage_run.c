@@ -280,6 +280,32 @@ static void suite_no_report(const proc_result *r, const suite_run *logged, suite
  * pattern: NULL for all of them); with `cases_out`, each FL_PARAM_TEST's
  * cases in one process (FUSIONLAB_CASES=together), and *cases_out what the
  * program wrote to FUSIONLAB_CASES_REPORT (NULL: nothing). */
+/* 1 when `suite` is a speed suite of some lesson of the rubric (its tests
+ * time the GPU). */
+static int suite_times_gpu(const grader *g, const char *suite)
+{
+    for (int l = 0; l < g->rub.n; ++l)
+        for (int i = 0; i < g->rub.lessons[l].n; ++i) {
+            const rubric_check *c = &g->rub.lessons[l].checks[i];
+            if (c->kind == KIND_SPEED && c->suite && strcmp(c->suite, suite) == 0) return 1;
+        }
+    return 0;
+}
+
+/* "CUDA_DEVICE_MAX_CONNECTIONS=N" for a step that times nothing (suite NULL:
+ * the sanitizer), or NULL: the driver's own number of connections. Each
+ * connection is a channel the driver sets up when a process's context is
+ * made and takes down when it ends; with one, a CUDA process starts and ends
+ * sooner (on an H100: context 120 ms to 62 ms, its end 66 to 29 ms). The
+ * streams keep their meaning; only how many kernels of different streams can
+ * be queued to the GPU at once changes, which the speed suites (left alone)
+ * could notice and the other tests do not depend on. */
+static char *cuda_connections_env(const grader *g, const char *suite)
+{
+    if (g->cuda_connections <= 0 || (suite && suite_times_gpu(g, suite))) return NULL;
+    return xasprintf("CUDA_DEVICE_MAX_CONNECTIONS=%d", g->cuda_connections);
+}
+
 static void run_suite_once(grader *g, step_kind kind, const submission_keys *keys,
                            const char *binary, const char *suite, const char *tests,
                            const char *tag, int jobs, double timeout, suite_run *sr,
@@ -332,8 +358,10 @@ static void run_suite_once(grader *g, step_kind kind, const submission_keys *key
         argv[k++] = tmo;
     }
     argv[k] = NULL;
-    const char *env_set[10] = {speed_env, evidence_env, salt_env, NULL};
+    char *conn_env = cuda_connections_env(g, suite);
+    const char *env_set[11] = {speed_env, evidence_env, salt_env, NULL};
     int e = 3;
+    if (conn_env) env_set[e++] = conn_env;
     if (cases_out) {
         env_set[e++] = "FUSIONLAB_CASES=together";
         env_set[e++] = cases_env;
@@ -376,6 +404,7 @@ static void run_suite_once(grader *g, step_kind kind, const submission_keys *key
     free(cases);
     free(cases_env);
     free(procs_env);
+    free(conn_env);
     free(json);
     free(speed);
     free(evidence);
@@ -1100,9 +1129,11 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
     }
     argv[na] = (char *)binary;
     char *seed_env = s->keys.seed ? xasprintf("FUSIONLAB_GRADE_SEED=%s", s->keys.seed) : NULL;
-    const char *env_set[3] = {NULL, NULL, NULL};
+    char *conn_env = cuda_connections_env(g, NULL);
+    const char *env_set[4] = {NULL, NULL, NULL, NULL};
     int e = 0;
     if (seed_env) env_set[e++] = seed_env;
+    if (conn_env) env_set[e++] = conn_env;
     if (g->no_gpu) env_set[e++] = "CUDA_VISIBLE_DEVICES=";
     /* tools/sanitize bounds each tool itself; this is the backstop */
     proc_opts o = {.timeout_s = g->sanitizer_timeout + 60, .head = 1 << 20, .tail = 1 << 20};
@@ -1110,6 +1141,7 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
     proc_result r;
     run_step(g, STEP_TEST, li, outdir, argv, env_set, &o, &r);
     free(seed_env);
+    free(conn_env);
 
     sanitizer_log(g, s, li, &r, outdir);
 
