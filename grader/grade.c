@@ -455,6 +455,10 @@ int main(int argc, char **argv)
     strlist passthru = {0}; /* what workers and Slurm tasks are given as it is */
     g.sandbox_uid = -1;
     g.cuda_connections = 1;
+    /* --cuda-connections alone decides what the steps get (with --no-sandbox
+     * they inherit this environment): the speed suites and the audit the
+     * driver's own, whatever the instructor's shell exports */
+    unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
     g.gpu_fd = g.gate_fd = -1;
     int uid_unused = 0;
     for (int i = 1; i < argc; ++i) {
@@ -841,6 +845,7 @@ int main(int argc, char **argv)
      * GPU's paths on a machine without one, tests/grader/split.sh) */
     const char *split_test = getenv("FUSIONLAB_GRADE_SPLIT_TEST");
     if (g.ready && (g.gpu || (g.gpu_lock && split_test && strcmp(split_test, "1") == 0))) {
+        connections_check(&g);
         reference_for_batch(&g);
         for (int i = 0; i < g.reference_notes.n; ++i)
             fprintf(stderr, "   %s\n", g.reference_notes.v[i]);

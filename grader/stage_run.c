@@ -276,10 +276,6 @@ static void suite_no_report(const proc_result *r, const suite_run *logged, suite
     }
 }
 
-/* One run of `suite` (of the tests that `tests` matches, a Criterion
- * pattern: NULL for all of them); with `cases_out`, each FL_PARAM_TEST's
- * cases in one process (FUSIONLAB_CASES=together), and *cases_out what the
- * program wrote to FUSIONLAB_CASES_REPORT (NULL: nothing). */
 /* 1 when `suite` is a speed suite of some lesson of the rubric (its tests
  * time the GPU). */
 static int suite_times_gpu(const grader *g, const char *suite)
@@ -299,13 +295,20 @@ static int suite_times_gpu(const grader *g, const char *suite)
  * sooner (on an H100: context 120 ms to 62 ms, its end 66 to 29 ms). The
  * streams keep their meaning; only how many kernels of different streams can
  * be queued to the GPU at once changes, which the speed suites (left alone)
- * could notice and the other tests do not depend on. */
+ * could notice. Of the other tests only the stream tests need two streams'
+ * work to run at once (the student's stream while the default one is held):
+ * connections_check runs the worked solution's before the batch, and the
+ * batch keeps the driver's own when one of them does not pass. */
 static char *cuda_connections_env(const grader *g, const char *suite)
 {
     if (g->cuda_connections <= 0 || (suite && suite_times_gpu(g, suite))) return NULL;
     return xasprintf("CUDA_DEVICE_MAX_CONNECTIONS=%d", g->cuda_connections);
 }
 
+/* One run of `suite` (of the tests that `tests` matches, a Criterion
+ * pattern: NULL for all of them); with `cases_out`, each FL_PARAM_TEST's
+ * cases in one process (FUSIONLAB_CASES=together), and *cases_out what the
+ * program wrote to FUSIONLAB_CASES_REPORT (NULL: nothing). */
 static void run_suite_once(grader *g, step_kind kind, const submission_keys *keys,
                            const char *binary, const char *suite, const char *tests,
                            const char *tag, int jobs, double timeout, suite_run *sr,
@@ -434,6 +437,56 @@ void run_suite(grader *g, step_kind kind, const submission_keys *keys, const cha
 {
     run_suite_part(g, kind, keys, binary, suite, NULL, "", 1, timeout, CASES_TOGETHER, sr,
                    log_out, evidence_out);
+}
+
+/* ---- one CUDA connection: does the worked solution hold up on this GPU? ------ */
+
+void connections_check(grader *g)
+{
+    if (!g->gpu || g->cuda_connections <= 0) return;
+    int passed = 0;
+    char *bad = NULL;
+    for (int i = 0; i < g->lessons.n && !bad; ++i) {
+        const lesson_info *li = manifest_find(&g->man, g->lessons.v[i]);
+        const rubric_lesson *rl = rubric_find(&g->rub, g->lessons.v[i]);
+        if (!li || !rl || !li->solution_test || !is_file(li->b.solution_test_bin)) continue;
+        strlist suites = {0};
+        for (int c = 0; c < rl->n; ++c)
+            if (rl->checks[c].suite && !suite_times_gpu(g, rl->checks[c].suite) &&
+                !strlist_has(&suites, rl->checks[c].suite))
+                strlist_add(&suites, rl->checks[c].suite);
+        for (int k = 0; k < suites.n && !bad && !proc_interrupted(); ++k) {
+            suite_run sr;
+            gpu_hold(g, GPU_SHARED);
+            run_suite_part(g, STEP_TRUSTED, &g->reference_keys, li->b.solution_test_bin,
+                           suites.v[k], "stream*", "-connections", 1, g->suite_timeout,
+                           CASES_APART, &sr, NULL, NULL);
+            gpu_release(g);
+            if (sr.state != SR_OK)
+                bad = xasprintf("lesson %s %s/stream*: %s", li->number, suites.v[k],
+                                sr.why ? sr.why : "no report");
+            for (int c = 0; c < sr.n && !bad; ++c) {
+                if (sr.cases[c].status == CR_PASSED) ++passed;
+                else if (sr.cases[c].status != CR_SKIPPED)
+                    bad = xasprintf("lesson %s %s::%s: %s", li->number, suites.v[k],
+                                    sr.cases[c].test, sr.cases[c].message ? sr.cases[c].message
+                                                                          : "did not pass");
+            }
+            suite_run_free(&sr);
+        }
+        strlist_free(&suites);
+    }
+    if (bad) {
+        strlist_addf(&g->reference_notes, "with CUDA_DEVICE_MAX_CONNECTIONS=%d the worked "
+                     "solution failed a stream test on this GPU (%s): every step of this batch "
+                     "runs with the driver's own connections", g->cuda_connections, bad);
+        g->cuda_connections = 0;
+        free(bad);
+    } else {
+        strlist_addf(&g->reference_notes, "with CUDA_DEVICE_MAX_CONNECTIONS=%d the worked "
+                     "solution's stream tests passed on this GPU (%d): the steps that time "
+                     "nothing run with it", g->cuda_connections, passed);
+    }
 }
 
 /* ---- 4a. several workers on one GPU ------------------------------------------- */

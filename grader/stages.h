@@ -86,6 +86,13 @@ lesson_state scan_lesson(grader *g, lesson_result *lr, char **summary, char **de
 /* stage_run.c */
 /* One suite of a test program, with its own wall-clock limit; *log_out (when
  * not NULL): what it printed. */
+/* The worked solution's stream tests (fl_test_stream_honoured; every test
+ * that calls it is named stream*) are the tests whose verdict needs work of
+ * two streams to run at once, which fewer CUDA connections could prevent.
+ * Run them once with --cuda-connections' number: if one does not pass (or
+ * skip), say so and run the whole batch with the driver's own
+ * connections (g->cuda_connections 0). */
+void connections_check(grader *g);
 void run_suite(grader *g, step_kind kind, const submission_keys *keys, const char *binary,
                const char *suite, double timeout, suite_run *sr, char **log_out,
                char **evidence_out);

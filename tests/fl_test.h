@@ -276,7 +276,12 @@ void fl_test_sync_within(double seconds, const char *who, const char *hint);
  * that load waits for the device, which is the runtime's doing, not the
  * launcher's. poison(ctx, s) then overwrites the outputs (on s; the test
  * waits for it), so that what check sees was written by the held run. Under
- * the sanitizer stage only the output is checked. */
+ * the sanitizer stage only the output is checked.
+ * Name every test that calls it stream* (Test(A_rows, stream)): the grader
+ * runs the worked solution's stream* tests with the CUDA connections it
+ * gives the tests before a batch (grader/stage_run.c, connections_check),
+ * since this check needs the launcher's stream to run while the default one
+ * is held. */
 #define FL_HOLD_SECONDS 4.0
 void fl_test_stream_honoured(const char *who, fl_run_fn run, fl_run_fn poison, fl_check_fn check,
                              void *ctx);
