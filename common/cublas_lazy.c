@@ -6,8 +6,9 @@
 // about 0.1 s a process, though most tests never call the unfused baseline.
 // These definitions stand in for the library (same names and types, from
 // cublas_v2.h): the first call dlopen()s the toolkit's libcublas
-// (FUSIONLAB_CUBLAS_PATH, the file CMake found, then its soname) and every
-// call goes on to the real function. attention_unfused.cu is unchanged: it
+// (one of its major version already loaded, else FUSIONLAB_CUBLAS_PATH, the
+// file CMake found, else its soname) and every call goes on to the real
+// function. attention_unfused.cu is unchanged: it
 // calls cuBLAS as any program does.
 //
 // Only the functions the baseline calls are here; a new call there fails to
@@ -31,7 +32,11 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void load_cublas(void)
 {
-    g_lib = dlopen(FUSIONLAB_CUBLAS_PATH, RTLD_NOW | RTLD_LOCAL);
+    // a libcublas of this major version already in the process (PyTorch's,
+    // beside ./lab compare's libraries) is used as it is: two copies of
+    // cuBLAS in one process would share one libcublasLt by its soname
+    g_lib = dlopen(FUSIONLAB_CUBLAS_SONAME, RTLD_NOW | RTLD_NOLOAD);
+    if (!g_lib) g_lib = dlopen(FUSIONLAB_CUBLAS_PATH, RTLD_NOW | RTLD_LOCAL);
     if (!g_lib) g_lib = dlopen(FUSIONLAB_CUBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
     if (!g_lib)
         fprintf(stderr, "cuBLAS could not be loaded (%s, then %s): %s\n", FUSIONLAB_CUBLAS_PATH,
