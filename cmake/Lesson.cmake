@@ -455,13 +455,16 @@ function(lesson_write_layout)
   get_property(manifest GLOBAL PROPERTY FUSIONLAB_MANIFEST)
   get_property(sh GLOBAL PROPERTY FUSIONLAB_LAYOUT_SH)
   get_property(names GLOBAL PROPERTY FUSIONLAB_LESSONS)
-  set(harness "$<TARGET_FILE:fusionlab_common>")
+  # (fusionlab_cublas_lazy: lesson 05's baseline calls cuBLAS through it, and
+  # a student file that defined those names would replace what it calls)
+  set(harness_targets fusionlab_common fusionlab_cublas_lazy)
   if(TARGET fusionlab_testlib)
-    list(APPEND harness "$<TARGET_FILE:fusionlab_testlib>")
+    list(APPEND harness_targets fusionlab_testlib)
   endif()
-  # (lesson 05's baseline calls cuBLAS through it: a student file that
-  # defined those names would replace what the baseline calls)
-  list(APPEND harness "$<TARGET_FILE:fusionlab_cublas_lazy>")
+  set(harness "")
+  foreach(t IN LISTS harness_targets)
+    list(APPEND harness "$<TARGET_FILE:${t}>")
+  endforeach()
   _lesson_json_list(harness_json "${harness}")
   string(JSON manifest SET "${manifest}" harness_libs "${harness_json}")
   string(JSON manifest SET "${manifest}" generator "\"${CMAKE_GENERATOR}\"")
@@ -479,11 +482,13 @@ function(lesson_write_layout)
 
   string(REPLACE ";" " " names "${names}")
   string(REPLACE ";" " " harness "${harness}")
+  string(REPLACE ";" " " harness_targets "${harness_targets}")
   set(head "# fusionlab_layout.sh -- written by CMake (cmake/Lesson.cmake,\n"
            "# lesson_write_layout): where this build keeps what lab runs. Do not edit.\n"
            "fl_layout_format=1\n"
            "fl_lessons='${names}'\n"
            "fl_harness_libs='${harness}'\n"
+           "fl_harness_targets='${harness_targets}'\n"
            "fl_generator='${CMAKE_GENERATOR}'\n")
   if(FUSIONLAB_GNUPLOT)
     list(APPEND head "fl_gnuplot='${FUSIONLAB_GNUPLOT}'\n")
