@@ -14,11 +14,17 @@
 # (by "suite/test" or the whole "suite"), and every entry must name a suite
 # or test of that lesson's test program. The rubric keeps each list on one
 # line ("alone": [...]).
+#
+# The same reading of the calls checks that every test that runs
+# fl_test_stream_honoured is named stream*: the grader finds the stream
+# tests by that name to try the worked solution's with the CUDA
+# connections it gives the tests (grader/stage_run.c, connections_check).
 set -u
 course=${1:?usage: alone_list.sh COURSE}
 rubric=$course/grader/rubric.json
 fail=0
 checked=0
+streams=0
 for src in "$course"/tests/test_[0-9][0-9]_*.c; do
     nn=$(basename "$src" | sed 's/^test_\([0-9][0-9]\)_.*/\1/')
     # the lesson's list, from the line after its key
@@ -57,22 +63,30 @@ for src in "$course"/tests/test_[0-9][0-9]_*.c; do
         }
         cur != "" {
             if ($0 ~ /cudaMemGetInfo|counters_measure|fl_test_speed|fl_time_variants|fl_copy_bandwidth_gbs/) direct[cur] = 1
+            if ($0 ~ /fl_test_stream_honoured[ ]*\(/) held[cur] = 1 # (a call: not a comment naming it)
             flush_calls($0)
         }
-        END {
-            for (k in direct) needs[k] = 1
+        # every function and test that reaches one in `set`, through calls
+        function reach(set,   changed, k, f) {
             changed = 1
             while (changed) {
                 changed = 0
                 for (k in calls) {
-                    if (k in needs) continue
-                    for (f in needs) {
+                    if (k in set) continue
+                    for (f in set) {
                         if (f !~ /^F:/) continue
-                        if (index(calls[k], " " substr(f, 3) " ")) { needs[k] = 1; changed = 1; break }
+                        if (index(calls[k], " " substr(f, 3) " ")) { set[k] = 1; changed = 1; break }
                     }
                 }
             }
+        }
+        END {
+            for (k in direct) needs[k] = 1
+            for (k in held) streams[k] = 1
+            reach(needs)
+            reach(streams)
             for (k in needs) if (k ~ /^T:/) print "need " substr(k, 3)
+            for (k in streams) if (k ~ /^T:/) print "stream " substr(k, 3)
             for (d in defined) print "def " d
         }' "$src")
     [ -n "${ALONE_DEBUG:-}" ] && printf "%s: %s\n" "$nn" "$(printf "%s\n" "$found" | grep "^need" | tr "\n" " ")"
@@ -85,6 +99,14 @@ for src in "$course"/tests/test_[0-9][0-9]_*.c; do
                fail=1 ;;
         esac
     done
+    for t in $(printf '%s\n' "$found" | sed -n 's/^stream //p' | sort -u); do
+        streams=$((streams + 1))
+        case ${t#*/} in
+            stream*) ;;
+            *) echo "FAIL lesson $nn: $t runs fl_test_stream_honoured but is not named stream*: the grader's connections_check would not try it"
+               fail=1 ;;
+        esac
+    done
     for e in $(printf '%s\n' "$list" | tr ',' ' '); do
         printf '%s\n' "$found" | grep -qx "def $e" || {
             echo "FAIL lesson $nn: \"alone\" entry $e is no suite or test of $(basename "$src")"
@@ -93,5 +115,6 @@ for src in "$course"/tests/test_[0-9][0-9]_*.c; do
     done
 done
 [ $checked -gt 0 ] || { echo "FAIL: no test that reads the free memory was found: the scan is broken"; exit 1; }
-[ $fail = 0 ] && echo "PASS: the rubric's \"alone\" lists and speed suites cover all $checked tests that read the GPU's free memory, counters or clock"
+[ $streams -gt 0 ] || { echo "FAIL: no test that runs fl_test_stream_honoured was found: the scan is broken"; exit 1; }
+[ $fail = 0 ] && echo "PASS: the rubric's \"alone\" lists and speed suites cover all $checked tests that read the GPU's free memory, counters or clock; the $streams tests that run fl_test_stream_honoured are named stream*"
 exit $fail
