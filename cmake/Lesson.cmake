@@ -315,12 +315,14 @@ function(_lesson_open name num slug exercise tool_targets)
   foreach(h IN LISTS headers)
     list(APPEND api --api "${h}")
   endforeach()
+  set(harness_opts "")
+  foreach(t IN LISTS FUSIONLAB_HARNESS_TARGETS) # (CMakeLists.txt)
+    list(APPEND harness_opts --harness "$<TARGET_FILE:${t}>")
+  endforeach()
   # (the objects come as one ;-separated argument: open_level.sh splits it)
   add_test(NAME ${name}/open-scan
            COMMAND sh "${PROJECT_SOURCE_DIR}/tests/open_level.sh" --scan "$<TARGET_OBJECTS:${lib}>"
-                   ${api} --harness $<TARGET_FILE:fusionlab_common>
-                   --harness $<TARGET_FILE:fusionlab_testlib>
-                   --harness $<TARGET_FILE:fusionlab_cublas_lazy>
+                   ${api} ${harness_opts}
                    --baseline $<TARGET_FILE:lesson${num}_baseline>
                    --rules "${CMAKE_BINARY_DIR}/scan-rules/lesson${num}.txt")
   set_tests_properties(${name}/open-scan PROPERTIES LABELS "sources;cpu;lesson${num}")
@@ -455,12 +457,7 @@ function(lesson_write_layout)
   get_property(manifest GLOBAL PROPERTY FUSIONLAB_MANIFEST)
   get_property(sh GLOBAL PROPERTY FUSIONLAB_LAYOUT_SH)
   get_property(names GLOBAL PROPERTY FUSIONLAB_LESSONS)
-  # (fusionlab_cublas_lazy: lesson 05's baseline calls cuBLAS through it, and
-  # a student file that defined those names would replace what it calls)
-  set(harness_targets fusionlab_common fusionlab_cublas_lazy)
-  if(TARGET fusionlab_testlib)
-    list(APPEND harness_targets fusionlab_testlib)
-  endif()
+  set(harness_targets ${FUSIONLAB_HARNESS_TARGETS}) # (CMakeLists.txt)
   set(harness "")
   foreach(t IN LISTS harness_targets)
     list(APPEND harness "$<TARGET_FILE:${t}>")

@@ -253,9 +253,7 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
 
     /* 4: the suites, in the rubric's order, each once */
     strlist suites = {0};
-    for (int i = 0; i < rl->n; ++i)
-        if (rl->checks[i].suite && !strlist_has(&suites, rl->checks[i].suite))
-            strlist_add(&suites, rl->checks[i].suite);
+    rubric_suites(rl, -1, &suites);
     char *binary = xstrdup(li->b.test_bin);
     char **evidence = NULL;
     lesson_measured(g, li->number);
@@ -352,9 +350,7 @@ void run_reference(grader *g, const lesson_info *li, const rubric_lesson *rl)
         return;
     }
     strlist suites = {0};
-    for (int i = 0; i < rl->n; ++i)
-        if (rl->checks[i].kind == KIND_SPEED && !strlist_has(&suites, rl->checks[i].suite))
-            strlist_add(&suites, rl->checks[i].suite);
+    rubric_suites(rl, 1, &suites);
     for (int i = 0; i < suites.n; ++i) {
         fprintf(stderr, "== reference: lesson %s, worked solution, suite %s\n", li->number,
                 suites.v[i]);

@@ -253,6 +253,25 @@ const rubric_lesson *rubric_find(const rubric *r, const char *number)
     return NULL;
 }
 
+void rubric_suites(const rubric_lesson *l, int speed, strlist *out)
+{
+    for (int i = 0; i < l->n; ++i) {
+        const rubric_check *c = &l->checks[i];
+        if (!c->suite || strlist_has(out, c->suite)) continue;
+        if (speed < 0 || (c->kind == KIND_SPEED) == (speed > 0)) strlist_add(out, c->suite);
+    }
+}
+
+int rubric_speed_suite(const rubric *r, const char *suite)
+{
+    for (int l = 0; l < r->n; ++l)
+        for (int i = 0; i < r->lessons[l].n; ++i) {
+            const rubric_check *c = &r->lessons[l].checks[i];
+            if (c->kind == KIND_SPEED && c->suite && strcmp(c->suite, suite) == 0) return 1;
+        }
+    return 0;
+}
+
 int rubric_alone(const rubric_lesson *l, const char *suite, const char *test)
 {
     size_t n = strlen(suite);

@@ -17,6 +17,8 @@
 #ifndef FUSIONLAB_GRADER_RUBRIC_H
 #define FUSIONLAB_GRADER_RUBRIC_H
 
+#include "util.h"
+
 typedef enum { KIND_CORRECTNESS, KIND_EDGE, KIND_SPEED, KIND_SANITIZER } check_kind;
 
 typedef struct {
@@ -50,6 +52,9 @@ typedef struct {
 
 /* 1 when suite (and test, or NULL: the whole suite) needs the GPU alone. */
 int rubric_alone(const rubric_lesson *l, const char *suite, const char *test);
+/* The suites lesson l's checks name, in the rubric's order, each once:
+ * speed < 0 all of them, speed 1 the speed suites, speed 0 the others. */
+void rubric_suites(const rubric_lesson *l, int speed, strlist *out);
 /* 1 when the lesson lists `suite` under "verify_once". */
 int rubric_verify_once(const rubric_lesson *l, const char *suite);
 
@@ -68,6 +73,9 @@ typedef struct {
 /* 0 on success; otherwise *err says what is wrong, naming the entry. */
 int rubric_load(const char *path, rubric *r, char **err);
 const rubric_lesson *rubric_find(const rubric *r, const char *number);
+/* 1 when `suite` is a speed suite of some lesson of r (its tests time the
+ * GPU). */
+int rubric_speed_suite(const rubric *r, const char *suite);
 const char *check_kind_name(check_kind k);
 void rubric_free(rubric *r);
 

@@ -276,18 +276,6 @@ static void suite_no_report(const proc_result *r, const suite_run *logged, suite
     }
 }
 
-/* 1 when `suite` is a speed suite of some lesson of the rubric (its tests
- * time the GPU). */
-static int suite_times_gpu(const grader *g, const char *suite)
-{
-    for (int l = 0; l < g->rub.n; ++l)
-        for (int i = 0; i < g->rub.lessons[l].n; ++i) {
-            const rubric_check *c = &g->rub.lessons[l].checks[i];
-            if (c->kind == KIND_SPEED && c->suite && strcmp(c->suite, suite) == 0) return 1;
-        }
-    return 0;
-}
-
 /* "CUDA_DEVICE_MAX_CONNECTIONS=N" for a step that times nothing (suite NULL:
  * the sanitizer), or NULL: the driver's own number of connections. Each
  * connection is a channel the driver sets up when a process's context is
@@ -301,7 +289,7 @@ static int suite_times_gpu(const grader *g, const char *suite)
  * batch keeps the driver's own when one of them does not pass. */
 static char *cuda_connections_env(const grader *g, const char *suite)
 {
-    if (g->cuda_connections <= 0 || (suite && suite_times_gpu(g, suite))) return NULL;
+    if (g->cuda_connections <= 0 || (suite && rubric_speed_suite(&g->rub, suite))) return NULL;
     return xasprintf("CUDA_DEVICE_MAX_CONNECTIONS=%d", g->cuda_connections);
 }
 
@@ -451,10 +439,7 @@ void connections_check(grader *g)
         const rubric_lesson *rl = rubric_find(&g->rub, g->lessons.v[i]);
         if (!li || !rl || !li->solution_test || !is_file(li->b.solution_test_bin)) continue;
         strlist suites = {0};
-        for (int c = 0; c < rl->n; ++c)
-            if (rl->checks[c].suite && !suite_times_gpu(g, rl->checks[c].suite) &&
-                !strlist_has(&suites, rl->checks[c].suite))
-                strlist_add(&suites, rl->checks[c].suite);
+        rubric_suites(rl, 0, &suites);
         for (int k = 0; k < suites.n && !bad && !proc_interrupted(); ++k) {
             suite_run sr;
             gpu_hold(g, GPU_SHARED);
