@@ -682,17 +682,24 @@ __global__ void __launch_bounds__(32 * NW, 8 / NW)
     __syncthreads();
 
 //@{
-    // Q stays in registers for the whole loop, as A operands: qf[mt][kk] is
-    // rows wr + 16mt .. +15, dims 16kk .. 16kk+15. Lanes 0-7 address rows 0-7
-    // at dim 0 (-> a[0]), 8-15 rows 8-15 (-> a[1]), 16-23 rows 0-7 at dim 8
-    // (-> a[2]), 24-31 rows 8-15 at dim 8 (-> a[3]).
+    // Q as A operands: qf[mt][kk] is rows wr + 16mt .. +15, dims 16kk ..
+    // 16kk+15. Lanes 0-7 address rows 0-7 at dim 0 (-> a[0]), 8-15 rows 8-15
+    // (-> a[1]), 16-23 rows 0-7 at dim 8 (-> a[2]), 24-31 rows 8-15 at dim 8
+    // (-> a[3]). Q stays in registers for the whole loop when its fragments
+    // fit beside the S and O accumulators (QR: at most 160 of the 255
+    // registers a thread may have for the three); for the wider tiles it does
+    // not, and each key tile reads Q's fragments again from shared memory
+    // (in the QK loop below), which costs less than the spills would.
+    constexpr bool QR = MT * (KD + ND + NB) * 4 <= 160;
+    uint32_t qf[QR ? MT : 1][QR ? KD : 1][4];
+    if constexpr (QR)
 //@ guided
 //|     // Q, as mma A operands, for the whole loop: qf[mt][kk] covers rows
 //|     // wr + 16mt .. +15 and dims 16kk .. 16kk + 15. Lanes 0-7 address rows 0-7
 //|     // at dim 0 (-> a[0]), lanes 8-15 rows 8-15 (-> a[1]), 16-23 rows 0-7 at
 //|     // dim 8 (-> a[2]), 24-31 rows 8-15 at dim 8 (-> a[3]).
+//|     uint32_t qf[MT][KD][4];
 //@}
-    uint32_t qf[MT][KD][4];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -752,7 +759,19 @@ __global__ void __launch_bounds__(32 * NW, 8 / NW)
 #pragma unroll
                     for (int e = 0; e < 4; ++e) s[mt][n][e] = 0.f;
 #pragma unroll
-            for (int kk = 0; kk < KD; ++kk)
+            for (int kk = 0; kk < KD; ++kk) {
+                uint32_t qa[MT][4]; // Q's fragments for dims 16kk .. 16kk+15
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    if constexpr (QR) {
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) qa[mt][e] = qf[mt][kk][e];
+                    } else {
+                        ldmatrix_x4(qa[mt], Qs + swz<D>(wr + 16 * mt + (lane & 7) +
+                                                            8 * ((lane >> 3) & 1),
+                                                        16 * kk + 8 * (lane >> 4)));
+                    }
+                }
 #pragma unroll
                 for (int np = 0; np < NB / 2; ++np) {
                     // B = Kᵀ: B[dim][key] = K[key][dim], so K's rows as stored
@@ -763,10 +782,11 @@ __global__ void __launch_bounds__(32 * NW, 8 / NW)
                                                 16 * kk + 8 * ((lane >> 3) & 1)));
 #pragma unroll
                     for (int mt = 0; mt < MT; ++mt) {
-                        mma_16816(s[mt][2 * np], qf[mt][kk], kf[0], kf[1]);
-                        mma_16816(s[mt][2 * np + 1], qf[mt][kk], kf[2], kf[3]);
+                        mma_16816(s[mt][2 * np], qa[mt], kf[0], kf[1]);
+                        mma_16816(s[mt][2 * np + 1], qa[mt], kf[2], kf[3]);
                     }
                 }
+            }
 
 //@ guided
 //|         // TODO(B2): S = Q K_tᵀ: float s[MT][BC / 8][4] = 0, then for every kk
@@ -1020,17 +1040,27 @@ EXTERN_C cudaError_t attention_fused_f32(const float *q, const float *k, const f
     CUDA_CHECK(smem_optin(&optin));
     const float sl2 = scale * kLog2e;
 //@{
-    // The big tiles need 97 KB (d = 64) and 73 KB (d = 128) of shared memory
-    // per block; GPUs that allow less get half-height tiles.
-//@ guided
-//@}
+    // The big tiles need 97 KB (d = 64) and 113 KB (d = 128: 64 keys a tile,
+    // 4-7% faster than 32 on an H100, attention-tiles-h100.log) of shared
+    // memory per block; GPUs that allow less get smaller tiles.
     if (head_dim == 64)
         return (size_t)optin >= f32_smem_bytes<64, 64, 16>()
                    ? launch_f32<64, 64, 16>(q, k, v, o, batch_heads, seq, sl2, causal, stream)
                    : launch_f32<64, 32, 8>(q, k, v, o, batch_heads, seq, sl2, causal, stream);
+    if ((size_t)optin >= f32_smem_bytes<128, 64, 8>())
+        return launch_f32<128, 64, 8>(q, k, v, o, batch_heads, seq, sl2, causal, stream);
     return (size_t)optin >= f32_smem_bytes<128, 32, 8>()
                ? launch_f32<128, 32, 8>(q, k, v, o, batch_heads, seq, sl2, causal, stream)
                : launch_f32<128, 32, 4>(q, k, v, o, batch_heads, seq, sl2, causal, stream);
+//@ guided
+//|     if (head_dim == 64)
+//|         return (size_t)optin >= f32_smem_bytes<64, 64, 16>()
+//|                    ? launch_f32<64, 64, 16>(q, k, v, o, batch_heads, seq, sl2, causal, stream)
+//|                    : launch_f32<64, 32, 8>(q, k, v, o, batch_heads, seq, sl2, causal, stream);
+//|     return (size_t)optin >= f32_smem_bytes<128, 32, 8>()
+//|                ? launch_f32<128, 32, 8>(q, k, v, o, batch_heads, seq, sl2, causal, stream)
+//|                : launch_f32<128, 32, 4>(q, k, v, o, batch_heads, seq, sl2, causal, stream);
+//@}
 //@]
 }
 
@@ -1088,15 +1118,32 @@ EXTERN_C cudaError_t attention_fused_f16(const uint16_t *q, const uint16_t *k,
     __half *ho = (__half *)o;
     const float sl2 = scale * kLog2e;
 //@{
-    // Tiles (measured best of a few on an H200): d = 64: 128 rows (4 warps x
-    // 32) x 64 keys, 48 KB of shared memory; d = 128: 128 rows (8 warps x 16)
-    // x 64 keys, 96 KB, or 64 x 32 with 4 warps (48 KB) where that is too much.
-//@ guided
-//@}
+    // Tiles: the fastest of 8 shapes per head_dim on an H100 (seq 4096, 32
+    // heads; plots/reference/logs/attention-tiles-h100.log), where the GPU
+    // allows their shared memory:
+    //   d = 64:  128 rows (4 warps x 32) x 128 keys, Q read per tile (80 KB);
+    //            else 128 x 64 keys, Q in registers (48 KB)
+    //   d = 128: full: 256 rows (8 warps x 32) x 64 keys, Q read per tile
+    //            (128 KB); causal: 128 rows (8 warps x 16) x 128 keys, Q in
+    //            registers (160 KB); else 128 x 64 (96 KB), else 64 x 32 with
+    //            4 warps (48 KB).
     if (head_dim == 64)
-        return launch_f16<64, 2, 64, 4>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream);
+        return (size_t)optin >= f16_smem_bytes<64, 2, 128, 4>()
+                   ? launch_f16<64, 2, 128, 4>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream)
+                   : launch_f16<64, 2, 64, 4>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream);
+    if (!causal && (size_t)optin >= f16_smem_bytes<128, 2, 64, 8>())
+        return launch_f16<128, 2, 64, 8>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream);
+    if (causal && (size_t)optin >= f16_smem_bytes<128, 1, 128, 8>())
+        return launch_f16<128, 1, 128, 8>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream);
     return (size_t)optin >= f16_smem_bytes<128, 1, 64, 8>()
                ? launch_f16<128, 1, 64, 8>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream)
                : launch_f16<128, 1, 32, 4>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream);
+//@ guided
+//|     if (head_dim == 64)
+//|         return launch_f16<64, 2, 64, 4>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream);
+//|     return (size_t)optin >= f16_smem_bytes<128, 1, 64, 8>()
+//|                ? launch_f16<128, 1, 64, 8>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream)
+//|                : launch_f16<128, 1, 32, 4>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream);
+//@}
 //@]
 }
