@@ -66,6 +66,9 @@ static void usage(FILE *f)
             "                    each CUDA process starts and ends sooner; 0: the driver's\n"
             "                    own, 8). The speed suites and the speed audit always run\n"
             "                    with the driver's own\n"
+            "  --no-build-ahead  build each lesson in its turn (default: the next lesson's\n"
+            "                    build and object scan run while this one's verifying runs\n"
+            "                    and sanitizer do, never beside a step that times)\n"
             "  --rubric FILE     points per check (default: grader/rubric.json)\n"
             "  --arch LIST       CMAKE_CUDA_ARCHITECTURES of the scratch build\n"
             "                    (default: the GPUs' own, from nvidia-smi; without a GPU the\n"
@@ -571,6 +574,8 @@ int main(int argc, char **argv)
              * could not look at: refuse to run student code as an account) */
             uid_unused = 1;
             keep = 0;
+        } else if (strcmp(a, "--no-build-ahead") == 0) {
+            g.no_build_ahead = 1;
         } else if (strcmp(a, "--cases") == 0) {
             const char *v;
             TAKE(v);
@@ -867,6 +872,14 @@ int main(int argc, char **argv)
             lr->li = manifest_find(&g.man, g.lessons.v[k]);
             lr->rl = rubric_find(&g.rub, g.lessons.v[k]);
             char *progress = xasprintf("[%s%d/%d] %s %s", tag, i + 1, nsub, s->id, lr->li->name);
+            /* the lesson after this one, which ahead.c may build beside it */
+            int ni = k + 1 < s->n_lessons ? i : i + 1, nk = k + 1 < s->n_lessons ? k + 1 : 0;
+            g.next_s = ni < nsub ? &subs[ni] : NULL;
+            g.next_k = ni < nsub ? nk : -1;
+            free(g.next_progress);
+            const lesson_info *nli = ni < nsub ? manifest_find(&g.man, g.lessons.v[nk]) : NULL;
+            g.next_progress = nli ? xasprintf("[%s%d/%d] %s %s", tag, ni + 1, nsub, subs[ni].id,
+                                              nli->name) : NULL;
             double tl = now_s();
             grade_lesson(&g, s, lr, progress);
             ++lessons_done;
@@ -894,6 +907,9 @@ int main(int argc, char **argv)
         write_junit_xml(&g, subs, nsub);
         if (shard_n) shard_write_pieces(&g, s);
     }
+    ahead_cancel(); /* (one left when the batch was interrupted) */
+    free(g.next_progress);
+    g.next_progress = NULL;
     write_roster_csv(&g, subs, nsub);
     write_junit_xml(&g, subs, nsub);
     /* a shard that could not set up (no GPU where one was meant, a build

@@ -50,6 +50,8 @@ typedef struct {
                        counters), checked line by line; or NULL */
 } trusted_count;
 
+struct submission;
+
 /* The batch. */
 typedef struct {
     char *course;        /* the pristine course tree */
@@ -101,6 +103,10 @@ typedef struct {
     double gpu_waited_s; /* all the waits for the GPU so far */
     int ready;           /* the scratch build is configured */
     char *setup_error;   /* why it is not */
+    int no_build_ahead;  /* --no-build-ahead: each lesson built in its turn */
+    struct submission *next_s; /* the lesson graded after this one: its submission, */
+    int next_k;          /* its index in `lessons` (-1: none), */
+    char *next_progress; /* and its progress tag (ahead.c) */
     double t0;
 } grader;
 
@@ -139,6 +145,7 @@ typedef struct {
     double scan_s, audit_s; /* the object scan; the speed audit under Nsight Compute */
     double sanitizer_s;  /* the sanitizer stage */
     double gpu_wait_s;   /* waiting for the GPU (other workers' steps on it) */
+    int built_ahead;     /* built and scanned by ahead.c's child */
     int reruns;          /* steps run again alone on the GPU: shared, they did
                             not come out clean (gpulock.c) */
     int not_run_no_gpu;  /* checks not run for want of a GPU */
@@ -146,7 +153,7 @@ typedef struct {
 } lesson_result;
 
 
-typedef struct {
+typedef struct submission {
     char *id;            /* folder name under out/ */
     char *path;
     char *outdir;

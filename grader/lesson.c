@@ -88,7 +88,14 @@ char *stage_times(const lesson_result *lr)
     } st[] = {{"build", lr->build_s}, {"scan", lr->scan_s}, {"tests", lr->run_s},
               {"speed audit", lr->audit_s}};
     for (size_t i = 0; i < sizeof st / sizeof st[0]; ++i)
-        if (st[i].s > 0) sbuf_addf(&b, "%s%s %.1f s", b.len ? ", " : "", st[i].name, st[i].s);
+        if (st[i].s > 0) {
+            sbuf_addf(&b, "%s%s %.1f s", b.len ? ", " : "", st[i].name, st[i].s);
+            /* (built and scanned while the lesson before was verified:
+             * outside this lesson's time but for the wait, if any, for
+             * that to finish) */
+            if (lr->built_ahead && (i == 1 || (i == 0 && lr->scan_s <= 0)))
+                sbuf_add(&b, " (ahead)");
+        }
     if (lr->verify_s > 0)
         sbuf_addf(&b, "%sverifying %.1f s", b.len ? ", " : "", lr->verify_s);
     if (lr->sanitizer_s > 0)
@@ -220,31 +227,43 @@ static void lesson_measured(grader *g, const char *num)
     sbuf_free(&b);
 }
 
+lesson_state prepare_lesson(grader *g, submission *s, lesson_result *lr, const char *progress,
+                            char **summary, char **detail, char **why)
+{
+    /* 1 + 2: files, then the build; 3: symbols, then the object scan */
+    lesson_state st = admit_lesson(g, s, lr->li, summary, detail, why);
+    if (st == L_GRADED) st = build_lesson(g, s, lr, progress, summary, detail, why);
+    double t = now_s();
+    if (st == L_GRADED) {
+        st = scan_lesson(g, lr, summary, detail, why);
+        lr->scan_s = now_s() - t;
+    }
+    if (st != L_GRADED && st != L_INTERRUPTED && proc_interrupted()) {
+        /* a build or a scan cut short says nothing of the files: not
+         * "build failed" or "flagged", but not graded */
+        free(*summary);
+        free(*detail);
+        free(*why);
+        *summary = xstrdup("not graded: grading was interrupted");
+        *detail = *why = NULL;
+        st = L_INTERRUPTED;
+    }
+    return st;
+}
+
 void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progress)
 {
     const lesson_info *li = lr->li;
     const rubric_lesson *rl = lr->rl;
     init_checks(lr);
 
-    /* 1 + 2: files, then the build; 3: symbols, then the object scan */
+    /* 1-3, or what the child of ahead.c found for them while the lesson
+     * before this one was verified */
     char *summary = NULL, *detail = NULL, *why = NULL;
-    lesson_state st = admit_lesson(g, s, li, &summary, &detail, &why);
-    if (st == L_GRADED) st = build_lesson(g, s, lr, progress, &summary, &detail, &why);
-    double t = now_s();
-    if (st == L_GRADED) {
-        st = scan_lesson(g, lr, &summary, &detail, &why);
-        lr->scan_s = now_s() - t;
-    }
-    if (st != L_GRADED && st != L_INTERRUPTED && proc_interrupted()) {
-        /* a build or a scan cut short says nothing of the files: not
-         * "build failed" or "flagged", but not graded */
-        free(summary);
-        free(detail);
-        free(why);
-        summary = xstrdup("not graded: grading was interrupted");
-        detail = why = NULL;
-        st = L_INTERRUPTED;
-    }
+    lesson_state st;
+    if (ahead_take(g, s, lr, &st, &summary, &detail, &why) != 0)
+        st = prepare_lesson(g, s, lr, progress, &summary, &detail, &why);
+    double t;
     if (st != L_GRADED) {
         lesson_fail(lr, st, st == L_FLAGGED ? ST_FAILED : ST_NOT_RUN, summary, detail, why);
         free(why);
@@ -270,6 +289,9 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
     t = now_s();
     char *unaudited = audit_speed(g, s, lr, binary, &suites, runs, progress);
     lr->audit_s = now_s() - t;
+    /* nothing of this lesson times anything from here on: the next lesson's
+     * build and scan may run beside it (ahead.c) */
+    ahead_start(g, lr);
     int grader_fault = 0;
     char *unverified = verify_runs(g, s, lr, &suites, runs, evidence, progress, &grader_fault);
     t = now_s();

@@ -82,6 +82,19 @@ lesson_state build_lesson(grader *g, submission *s, lesson_result *lr, const cha
 /* stage_scan.c: symbols of the harness, then the object scan (a note when
  * it cannot tell). L_GRADED, L_LINK_REFUSED or L_FLAGGED. */
 lesson_state scan_lesson(grader *g, lesson_result *lr, char **summary, char **detail, char **why);
+/* lesson.c: admit, build and scan: the state, and summary, detail and why
+ * when it is not L_GRADED */
+lesson_state prepare_lesson(grader *g, submission *s, lesson_result *lr, const char *progress,
+                            char **summary, char **detail, char **why);
+
+/* ahead.c: the next lesson's build and scan in a child process, once the
+ * lesson being graded has nothing left that times (ahead_start, with
+ * g->next_s and g->next_k); ahead_take: 0 with what it found when it was
+ * this lesson's (else -1: prepare it here); ahead_cancel: stop and reap it */
+void ahead_start(grader *g, const lesson_result *now);
+int ahead_take(grader *g, const submission *s, lesson_result *lr, lesson_state *st,
+               char **summary, char **detail, char **why);
+void ahead_cancel(void);
 
 /* stage_run.c */
 /* One suite of a test program, with its own wall-clock limit; *log_out (when

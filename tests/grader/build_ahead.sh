@@ -1,0 +1,82 @@
+#!/bin/sh
+# tests/grader/build_ahead.sh — ctest grader/build-ahead: a batch whose next
+# lesson is built and scanned ahead (grader/ahead.c, the default) grades
+# exactly as one that builds each lesson in its turn (--no-build-ahead):
+# the same roster, the same checks, scores and outputs in every results.json
+# (less the stage times), the same logs. The batch, lessons 01 and 02 without
+# a GPU, in this order: the worked solutions; lesson 01 flagged by the object
+# scan and 02 not handed in; lesson 01's worked file and a lesson 02 that
+# does not compile; the skeletons; nothing. A lesson is built ahead beside
+# one that reached its speed audit: here good's 02 (builds), flagged's 01
+# (the next submission's first: flagged), bad02's 02 (does not compile),
+# skeleton's 02, and empty's 01 (not handed in: no build).
+#
+#   build_ahead.sh GRADER COURSE MANIFEST OUT
+set -u
+[ $# -eq 4 ] || { echo "usage: $0 GRADER COURSE MANIFEST OUT" >&2; exit 2; }
+grader=$1 course=$2 manifest=$3 out=$4
+here=$(cd "$(dirname "$0")" && pwd)
+fail() { echo "FAIL: $*"; exit 1; }
+rm -rf "$out"
+mkdir -p "$out/in" || fail "cannot create $out"
+worked() { # worked LESSON FILE DEST: the worked file less its skeleton markers
+    mkdir -p "$(dirname "$3")" && sed '/^\/\/[@|]/d' "$course/solutions/$1/$2" >"$3"
+}
+worked 01-vector-add vector_add.cu "$out/in/good/01-vector-add/vector_add.cu"
+worked 02-fused-softmax softmax_fused.cu "$out/in/good/02-fused-softmax/softmax_fused.cu"
+worked 01-vector-add vector_add.cu "$out/in/bad02/01-vector-add/vector_add.cu"
+worked 02-fused-softmax softmax_fused.cu "$out/in/bad02/02-fused-softmax/softmax_fused.cu"
+printf 'this line does not compile\n' >>"$out/in/bad02/02-fused-softmax/softmax_fused.cu"
+cp -R "$here/fixtures/scan_flagged" "$out/in/flagged"
+for l in 01-vector-add 02-fused-softmax; do
+    mkdir -p "$out/in/skeleton/$l"
+    cp "$course/lessons/$l/"*.cu "$out/in/skeleton/$l/"
+done
+mkdir -p "$out/in/empty/notes" && echo "nothing here" >"$out/in/empty/notes/README"
+subs="$out/in/good $out/in/flagged $out/in/bad02 $out/in/skeleton $out/in/empty"
+common="--course $course --manifest $manifest --lessons 01,02 --no-gpu --no-sandbox --jobs 2 --work $out/work"
+: "${FUSIONLAB_GRADE_SEED:=build-ahead-test}"
+export FUSIONLAB_GRADE_SEED
+# shellcheck disable=SC2086 # $subs, $common: lists, split on purpose
+"$grader" $subs $common --out "$out/ahead" >"$out/ahead.log" 2>&1 ||
+    fail "the batch with builds ahead failed: $(tail -3 "$out/ahead.log")"
+# shellcheck disable=SC2086
+"$grader" $subs $common --no-build-ahead --out "$out/turn" >"$out/turn.log" 2>&1 ||
+    fail "the batch with --no-build-ahead failed: $(tail -3 "$out/turn.log")"
+
+# the builds ahead happened (every lesson after the batch's first that got
+# as far as a build), and none with --no-build-ahead
+n=$(grep -c '(ahead): building' "$out/ahead.log")
+[ "$n" -ge 4 ] || fail "only $n lessons were built ahead: $(grep -e building "$out/ahead.log" | head -12)"
+grep -q '(ahead)' "$out/turn.log" && fail "--no-build-ahead built a lesson ahead"
+ls "$out/work"/ahead-*.json >/dev/null 2>&1 && fail "a child's result was left in --work"
+
+cmp -s "$out/ahead/roster.csv" "$out/turn/roster.csv" ||
+    fail "the rosters differ: $(diff "$out/ahead/roster.csv" "$out/turn/roster.csv" | head -8)"
+# every check, less the stage times and the mark of a build ahead
+norm() {
+    grep -v '"execution_time"' "$1" |
+        sed -E 's/ \(ahead\)//g; s/[0-9]+\.[0-9]+ s([^a-z]|$)/T s\1/g; s/[0-9.]+ s since/T s since/g'
+}
+for s in good bad02 flagged skeleton empty; do
+    a=$out/ahead/submissions/$s b=$out/turn/submissions/$s
+    [ -f "$a/results.json" ] && [ -f "$b/results.json" ] || fail "$s: a results.json is missing"
+    norm "$a/results.json" >"$out/$s-a.json"
+    norm "$b/results.json" >"$out/$s-b.json"
+    cmp -s "$out/$s-a.json" "$out/$s-b.json" ||
+        fail "$s: results.json differs: $(diff "$out/$s-a.json" "$out/$s-b.json" | head -12)"
+    (cd "$a" && find logs -type f | LC_ALL=C sort) >"$out/$s-a.logs"
+    (cd "$b" && find logs -type f | LC_ALL=C sort) >"$out/$s-b.logs"
+    cmp -s "$out/$s-a.logs" "$out/$s-b.logs" ||
+        fail "$s: the logs differ: $(diff "$out/$s-a.logs" "$out/$s-b.logs")"
+    for f in "$a"/logs/*-build.log; do
+        [ -f "$f" ] || continue
+        norm "$f" >"$out/x" && norm "$b/logs/$(basename "$f")" >"$out/y" && cmp -s "$out/x" "$out/y" ||
+            fail "$s: $(basename "$f") differs"
+    done
+done
+grep -q 'compile error' "$out/ahead/submissions/bad02/results.json" ||
+    fail "bad02's lesson 02, built ahead, is not a compile error"
+grep -q 'flagged by the object scan' "$out/ahead/submissions/flagged/results.json" ||
+    fail "flagged's lesson 01, built ahead, was not flagged"
+echo "PASS: $n lessons built ahead; the batch grades as one built in turn"
