@@ -6,19 +6,20 @@
  * suites ran with its tests, then the audit), nothing left of it times
  * anything, and the next lesson of the batch (the same submission's, or the
  * next submission's first) is built and scanned in a child process of the
- * grader while this one's verifying runs and sanitizer go on. When the next
- * lesson's turn comes, the grader waits for that child and takes what it
- * found: the same state, summary, detail and notes prepare_lesson() would
- * have given in this process, and the build log it wrote. Nothing that
- * times or profiles ever runs beside a build: the child starts after the
- * audit and is waited for before the next lesson's first step.
+ * grader while this one's verifying runs go on (the worked solution's code,
+ * not the student's). The grader waits for the child before the sanitizer:
+ * no student's code runs beside a build, nor anything that times. When the
+ * next lesson's turn comes, it takes what the child found, the state,
+ * summary, detail and notes prepare_lesson() would have given in this
+ * process, and the build log it wrote, but only a verdict no process could
+ * have changed (built and scanned clean; not handed in; refused at intake):
+ * a build or scan that failed beside the verifying runs is done again, in
+ * turn and alone, and only that counts. A child that ends without its
+ * result costs only time the same way.
  *
  * Only a lesson other than the one being graded is built ahead: both use the
  * scratch build, and rebuilding the lesson under test would replace the test
- * program its steps run. A child that ends without its result (killed, or
- * out of memory) costs only time: the lesson is prepared again in this
- * process (the build deletes every stale object first). --no-build-ahead
- * turns it off.
+ * program its steps run. --no-build-ahead turns it off.
  */
 #define _XOPEN_SOURCE 700
 #include "stages.h"
@@ -29,14 +30,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct {
-    pid_t pid;
-    const submission *s;
+    pid_t pid;             /* the child, until it is reaped */
+    const submission *s;   /* what it prepares */
     const lesson_info *li;
-    char *path; /* the child's result, under --work */
+    char *path;            /* its result, under --work */
+    cJSON *result;         /* once reaped: what it found, or NULL */
+    int reaped;
 } ahead;
 
 static ahead pending; /* at most one child at a time */
@@ -55,8 +61,18 @@ static double json_num(const cJSON *o, const char *key)
 
 /* In the child: prepare the lesson and write what came of it to `path`. */
 static void child_main(grader *g, const submission *s, const lesson_info *li, const char *path,
-                       const char *progress)
+                       const char *progress, pid_t parent)
 {
+    /* it ends with the grader (a grader killed outright leaves no build
+     * writing into --out), yields the CPUs to the steps beside it, and holds
+     * none of the GPU lock's descriptors (closed, never unlocked: the
+     * parent's hold stays) */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(1);
+    setpriority(PRIO_PROCESS, 0, 10);
+    if (g->gpu_fd >= 0) close(g->gpu_fd);
+    if (g->gate_fd >= 0) close(g->gate_fd);
+    g->gpu_fd = g->gate_fd = -1;
     lesson_result lr;
     memset(&lr, 0, sizeof lr);
     lr.li = li;
@@ -80,7 +96,8 @@ static void child_main(grader *g, const submission *s, const lesson_info *li, co
 
 void ahead_start(grader *g, const lesson_result *now)
 {
-    if (g->no_build_ahead || !g->ready || pending.pid > 0 || proc_interrupted()) return;
+    if (g->no_build_ahead || !g->ready || pending.pid > 0 || pending.reaped || proc_interrupted())
+        return;
     if (g->next_s == NULL || g->next_k < 0 || g->next_k >= g->lessons.n) return;
     const lesson_info *li = manifest_find(&g->man, g->lessons.v[g->next_k]);
     /* (the lesson under test keeps its own test program) */
@@ -89,8 +106,9 @@ void ahead_start(grader *g, const lesson_result *now)
     unlink(path);
     char *progress = xasprintf("%s (ahead)", g->next_progress ? g->next_progress : li->name);
     fflush(NULL);
+    pid_t parent = getpid();
     pid_t pid = fork();
-    if (pid == 0) child_main(g, g->next_s, li, path, progress); /* never returns */
+    if (pid == 0) child_main(g, g->next_s, li, path, progress, parent); /* never returns */
     free(progress);
     if (pid < 0) {
         free(path);
@@ -102,48 +120,64 @@ void ahead_start(grader *g, const lesson_result *now)
     pending.path = path;
 }
 
-/* Wait for the child; 0 and its result in `out` when it wrote one. */
-static int ahead_wait(cJSON **out)
+/* Reap the child (stopping it first when the batch was interrupted: a
+ * SIGTERM to the grader alone does not reach it) and keep what it wrote. */
+void ahead_finish(void)
 {
-    *out = NULL;
-    int status = 0;
+    if (pending.pid <= 0) return;
+    int status = 0, signalled = 0;
+    double t_kill = 0.0;
     for (;;) {
-        pid_t w = waitpid(pending.pid, &status, 0);
+        if (proc_interrupted() && !signalled) {
+            kill(pending.pid, SIGTERM);
+            signalled = 1;
+            t_kill = now_s();
+        }
+        pid_t w = waitpid(pending.pid, &status, signalled ? WNOHANG : 0);
         if (w == pending.pid) break;
         if (w < 0 && errno != EINTR) break;
-        if (proc_interrupted()) kill(pending.pid, SIGTERM);
-    }
-    int rc = -1;
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-        char *text = read_file(pending.path, 64u << 20, NULL, NULL);
-        if (text) {
-            *out = cJSON_Parse(text);
-            free(text);
-            if (*out) rc = 0;
+        if (signalled) {
+            if (now_s() - t_kill > 10.0) kill(pending.pid, SIGKILL);
+            struct timespec ts = {0, 50 * 1000 * 1000};
+            nanosleep(&ts, NULL);
         }
     }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        char *text = read_file(pending.path, 64u << 20, NULL, NULL);
+        if (text) pending.result = cJSON_Parse(text);
+        free(text);
+    }
     unlink(pending.path);
+    pending.pid = 0;
+    pending.reaped = 1;
+}
+
+static void forget(void)
+{
+    cJSON_Delete(pending.result);
     free(pending.path);
     memset(&pending, 0, sizeof pending);
-    return rc;
 }
 
 int ahead_take(grader *g, const submission *s, lesson_result *lr, lesson_state *st,
                char **summary, char **detail, char **why)
 {
     (void)g;
-    if (pending.pid <= 0) return -1;
+    if (pending.pid <= 0 && !pending.reaped) return -1;
     int mine = pending.s == s && pending.li == lr->li;
-    if (!mine) kill(pending.pid, SIGTERM); /* not what comes next: unused */
-    cJSON *o = NULL;
-    if (ahead_wait(&o) != 0 || !mine) {
-        cJSON_Delete(o);
-        return -1;
-    }
-    lesson_state got = (lesson_state)(int)json_num(o, "state");
-    if (got == L_INTERRUPTED && !proc_interrupted()) {
-        /* the child alone was stopped: prepare it here */
-        cJSON_Delete(o);
+    if (!mine && pending.pid > 0) kill(pending.pid, SIGTERM); /* not what comes next */
+    ahead_finish();
+    const cJSON *o = pending.result;
+    lesson_state got = o ? (lesson_state)(int)json_num(o, "state") : L_SETUP_FAILED;
+    /* Only a verdict no process of the child's could have changed is taken
+     * as it is: the files are in and built and scanned clean, or the lesson
+     * was not handed in or was refused at intake. A failure of the build or
+     * the scan is looked at again, in turn and alone: beside the steps of
+     * the lesson before it, the child's processes shared the machine, its
+     * time and the sandbox user's limits, and a step that could not start
+     * or ran out of time there says nothing of the student's files. */
+    if (!mine || !o || !(got == L_GRADED || got == L_NOT_SUBMITTED || got == L_REFUSED)) {
+        forget();
         return -1;
     }
     *st = got;
@@ -152,21 +186,19 @@ int ahead_take(grader *g, const submission *s, lesson_result *lr, lesson_state *
     *why = json_text(o, "why");
     lr->build_s = json_num(o, "build_s");
     lr->scan_s = json_num(o, "scan_s");
-    lr->built_ahead = 1;
+    lr->built_ahead = got == L_GRADED;
     const cJSON *n;
     cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(o, "notes"))
     {
         if (cJSON_IsString(n)) strlist_add(&lr->notes, n->valuestring);
     }
-    cJSON_Delete(o);
+    forget();
     return 0;
 }
 
 void ahead_cancel(void)
 {
-    if (pending.pid <= 0) return;
-    kill(pending.pid, SIGTERM);
-    cJSON *o = NULL;
-    ahead_wait(&o);
-    cJSON_Delete(o);
+    if (pending.pid > 0) kill(pending.pid, SIGTERM);
+    ahead_finish();
+    forget();
 }

@@ -290,10 +290,15 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
     char *unaudited = audit_speed(g, s, lr, binary, &suites, runs, progress);
     lr->audit_s = now_s() - t;
     /* nothing of this lesson times anything from here on: the next lesson's
-     * build and scan may run beside it (ahead.c) */
+     * build and scan may run beside the worked solution's runs (ahead.c) */
     ahead_start(g, lr);
     int grader_fault = 0;
     char *unverified = verify_runs(g, s, lr, &suites, runs, evidence, progress, &grader_fault);
+    /* the sanitizer runs the student's code again: not beside a build (the
+     * child's processes would count against the same sandbox user's limits,
+     * and another submission's objects are not for this one's code to see
+     * being made) */
+    ahead_finish();
     t = now_s();
     sanitizer_run san = {ST_NOT_RUN, NULL};
     run_sanitizer(g, s, lr, binary, runs, suites.n, progress, &san);

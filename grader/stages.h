@@ -89,9 +89,12 @@ lesson_state prepare_lesson(grader *g, submission *s, lesson_result *lr, const c
 
 /* ahead.c: the next lesson's build and scan in a child process, once the
  * lesson being graded has nothing left that times (ahead_start, with
- * g->next_s and g->next_k); ahead_take: 0 with what it found when it was
- * this lesson's (else -1: prepare it here); ahead_cancel: stop and reap it */
+ * g->next_s and g->next_k); ahead_finish: wait for it (before the
+ * sanitizer); ahead_take: 0 with what it found when it was this lesson's and
+ * a verdict taken as it is (else -1: prepare it here); ahead_cancel: stop
+ * and reap it */
 void ahead_start(grader *g, const lesson_result *now);
+void ahead_finish(void);
 int ahead_take(grader *g, const submission *s, lesson_result *lr, lesson_state *st,
                char **summary, char **detail, char **why);
 void ahead_cancel(void);

@@ -10,8 +10,11 @@
  *            8 GiB.
  *   scan     the scratch build read-only (the same hidden parts), tools/ and
  *            lessons/ (the API's headers).
- *   test     the scratch build and tools/ read-only (the same hidden parts),
- *            a fresh scratch folder of the step's own read-write, the GPU.
+ *   test     the scratch build and tools/ read-only (the same hidden parts,
+ *            and every other lesson's student objects, library and test
+ *            program: another submission's, or the next lesson's built
+ *            ahead), a fresh scratch folder of the step's own read-write,
+ *            the GPU.
  *   trusted  the worked solution's own test program: the whole scratch
  *            build read-only, its own scratch, the GPU.
  *
@@ -60,6 +63,27 @@ static void solution_artifacts(const grader *g, int libs, strlist *out)
     }
 }
 
+/* The student artifacts in the scratch build of every lesson but the one
+ * whose test program the step runs (named in argv: run directly, or handed
+ * to tools/sanitize or the audit): the objects, the library and the test
+ * program they were linked into. A test step runs a student's code, which
+ * has no business reading what another submission, or another lesson of the
+ * same one, compiled (the previous submission's are there until rebuilt, the
+ * next lesson's once ahead.c has built it). */
+static void other_lessons(const grader *g, char *const argv[], strlist *out)
+{
+    for (int i = 0; i < g->man.n; ++i) {
+        const lesson_info *o = &g->man.lessons[i];
+        int runs_it = 0;
+        for (int a = 0; argv[a] && !runs_it; ++a)
+            runs_it = o->b.test_bin && strcmp(argv[a], o->b.test_bin) == 0;
+        if (runs_it) continue;
+        if (o->b.student_lib) strlist_add(out, o->b.student_lib);
+        if (o->b.test_bin) strlist_add(out, o->b.test_bin);
+        if (o->b.student_rules) strlist_addf(out, "%s/%s", g->build, o->b.student_rules);
+    }
+}
+
 static const char *const *nul_ended(strlist *l)
 {
     strlist_add(l, "");
@@ -103,7 +127,10 @@ int run_step(grader *g, step_kind kind, const lesson_info *li, const char *scrat
     case STEP_TRUSTED:
         strlist_add(&ro, g->build);
         strlist_add(&ro, tools);
-        if (kind == STEP_TEST) solution_artifacts(g, 1, &hide);
+        if (kind == STEP_TEST) {
+            solution_artifacts(g, 1, &hide);
+            other_lessons(g, argv, &hide);
+        }
         if (g->step_ro) strlist_add(&ro, g->step_ro);
         if (scratch) strlist_add(&rw, scratch);
         st.gpu = !g->no_gpu;

@@ -9,7 +9,9 @@
 # does not compile; the skeletons; nothing. A lesson is built ahead beside
 # one that reached its speed audit: here good's 02 (builds), flagged's 01
 # (the next submission's first: flagged), bad02's 02 (does not compile),
-# skeleton's 02, and empty's 01 (not handed in: no build).
+# skeleton's 02, and empty's 01 (not handed in: no build). A failed build or
+# scan ahead is not taken: flagged's 01 and bad02's 02 are built again in
+# turn, and only that counts.
 #
 #   build_ahead.sh GRADER COURSE MANIFEST OUT
 set -u
@@ -49,6 +51,13 @@ export FUSIONLAB_GRADE_SEED
 n=$(grep -c '(ahead): building' "$out/ahead.log")
 [ "$n" -ge 4 ] || fail "only $n lessons were built ahead: $(grep -e building "$out/ahead.log" | head -12)"
 grep -q '(ahead)' "$out/turn.log" && fail "--no-build-ahead built a lesson ahead"
+for l in '\[2/5\] flagged 01-vector-add' '\[3/5\] bad02 02-fused-softmax'; do
+    grep -q "^$l (ahead): building" "$out/ahead.log" || fail "$l was not built ahead"
+    grep -q "^$l: building" "$out/ahead.log" || fail "$l, which failed ahead, was not built again in turn"
+done
+# (each lesson's output is one line of results.json: its summary, then its stage times)
+grep -h '(ahead)' "$out/ahead/submissions/flagged/results.json" "$out/ahead/submissions/bad02/results.json" |
+    grep -q -e 'flagged by' -e 'compile error' && fail "a failure found ahead was taken as it was"
 ls "$out/work"/ahead-*.json >/dev/null 2>&1 && fail "a child's result was left in --work"
 
 cmp -s "$out/ahead/roster.csv" "$out/turn/roster.csv" ||
