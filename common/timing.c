@@ -369,12 +369,26 @@ cudaError_t fl_copy_bandwidth_gbs(size_t bytes_per_buffer, double *gbs)
         *gbs = cached;
         return cudaSuccess;
     }
+    double measured = 0.0;
+    cudaError_t err = fl_copy_bandwidth_at(bytes_per_buffer ? bytes_per_buffer
+                                                            : ((size_t)256 << 20),
+                                           &measured);
+    if (err == cudaSuccess) {
+        cached = measured;
+        cached_dev = dev;
+        *gbs = cached;
+    }
+    return err;
+}
 
+cudaError_t fl_copy_bandwidth_at(size_t bytes_per_buffer, double *gbs)
+{
     size_t free_b = 0, total_b = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    size_t bytes = bytes_per_buffer ? bytes_per_buffer : ((size_t)256 << 20);
+    size_t bytes = bytes_per_buffer;
     if (bytes > free_b / 8) bytes = (free_b / 8) & ~(size_t)255;
     bytes &= ~(size_t)15; /* whole int4s for the kernels */
+    if (bytes == 0) return cudaErrorInvalidValue;
 
     copy_ctx c = {NULL, NULL, bytes, NULL, FL_STREAM_COPY};
     cudaError_t err = CUDA_REPORT(cudaMalloc(&c.dst, bytes));
@@ -403,11 +417,10 @@ cudaError_t fl_copy_bandwidth_gbs(size_t bytes_per_buffer, double *gbs)
             g_ceiling_parts.memcpy_gbs = t[0].gbs;
             g_ceiling_parts.kernel_gbs = t[1].gbs > t[2].gbs ? t[1].gbs : t[2].gbs;
             g_ceiling_parts.read_gbs = t[3].gbs;
-            cached = 0.0;
+            double best = 0.0;
             for (int i = 0; i < 4; ++i)
-                if (t[i].gbs > cached) cached = t[i].gbs;
-            cached_dev = dev;
-            *gbs = cached;
+                if (t[i].gbs > best) best = t[i].gbs;
+            *gbs = best;
         }
     }
     if (c.dst) (void)cudaFree(c.dst);

@@ -158,7 +158,15 @@ EXTERN_C cudaError_t fl_stream_device(fl_stream_kind kind, void *dst, const void
 EXTERN_C cudaError_t fl_copy_bandwidth_gbs(size_t bytes_per_buffer,
                                            double *gbs);
 
-/* What the last measurement of fl_copy_bandwidth_gbs in this process saw:
+/* The same measurement at `bytes_per_buffer` (rounded down to 16 bytes,
+ * capped at an eighth of free memory; 0: cudaErrorInvalidValue), every call
+ * anew, nothing cached: the ceiling of a copy of a given size. ./lab compare
+ * measures each shape's "% of copy" against a copy of the same bytes (reads +
+ * writes), since a shape whose buffers are a few times the L2 can move more
+ * bytes a second than the 256 MiB streams above. */
+EXTERN_C cudaError_t fl_copy_bandwidth_at(size_t bytes_per_buffer, double *gbs);
+
+/* What the last measurement of fl_copy_bandwidth_gbs or _at in this process saw:
  * each way's GB/s (0 before the first). For the benches and ./lab doctor. */
 typedef struct {
     double memcpy_gbs;   /* cudaMemcpyAsync, device to device */
