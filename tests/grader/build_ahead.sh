@@ -36,7 +36,7 @@ for l in 01-vector-add 02-fused-softmax; do
 done
 mkdir -p "$out/in/empty/notes" && echo "nothing here" >"$out/in/empty/notes/README"
 subs="$out/in/good $out/in/flagged $out/in/bad02 $out/in/skeleton $out/in/empty"
-common="--course $course --manifest $manifest --lessons 01,02 --no-gpu --no-sandbox --jobs 2 --work $out/work"
+common="--course $course --manifest $manifest --lessons 01,02 --no-gpu --no-sandbox --arch 75 --jobs 2 --work $out/work"
 : "${FUSIONLAB_GRADE_SEED:=build-ahead-test}"
 export FUSIONLAB_GRADE_SEED
 # shellcheck disable=SC2086 # $subs, $common: lists, split on purpose
@@ -88,4 +88,26 @@ grep -q 'compile error' "$out/ahead/submissions/bad02/results.json" ||
     fail "bad02's lesson 02, built ahead, is not a compile error"
 grep -q 'flagged by the object scan' "$out/ahead/submissions/flagged/results.json" ||
     fail "flagged's lesson 01, built ahead, was not flagged"
+# a test step sees no other lesson's student artifacts (grader/steps.c): with
+# the sandbox, lesson 02's test step hides lesson 01's library, objects and
+# test program, and runs its own (the step's command, FUSIONLAB_GRADE_DEBUG)
+if FUSIONLAB_GRADE_DEBUG=1 "$grader" "$out/in/good" --course "$course" --manifest "$manifest" \
+    --lessons 01,02 --no-gpu --arch 75 --jobs 2 --work "$out/work-sandboxed" --out "$out/sandboxed" \
+    >"$out/sandboxed.log" 2>&1; then
+    step=$(grep '^step:' "$out/sandboxed.log" | grep '/test_02_fused_softmax --jobs' | head -1)
+    [ -n "$step" ] || fail "no test step of lesson 02 in $out/sandboxed.log"
+    for f in liblesson01_student.a test_01_vector_add; do
+        printf '%s\n' "$step" | grep -q -- "--ro-bind /dev/null [^ ]*/$f " ||
+            fail "lesson 02's test step can read lesson 01's $f"
+    done
+    printf '%s\n' "$step" | grep -q -- "--tmpfs [^ ]*/CMakeFiles/lesson01_student.dir " ||
+        fail "lesson 02's test step can read lesson 01's objects"
+    printf '%s\n' "$step" | grep -q -- "/dev/null [^ ]*/test_02_fused_softmax " &&
+        fail "lesson 02's test step hides its own test program"
+    echo "ok: a test step of lesson 02 sees none of lesson 01's student artifacts"
+elif grep -q -i -e 'bwrap' -e 'bubblewrap' -e 'user namespace' -e 'sandbox' "$out/sandboxed.log"; then
+    echo "skipped the sandboxed part: the sandbox cannot start here ($(grep -i -m1 -e bwrap -e sandbox "$out/sandboxed.log"))"
+else
+    fail "the sandboxed batch failed: $(tail -3 "$out/sandboxed.log")"
+fi
 echo "PASS: $n lessons built ahead; the batch grades as one built in turn"
