@@ -353,6 +353,14 @@ static int config_fail(const char *out, const strlist *paths, char *why)
     return 2;
 }
 
+/* "[tag i/n] id lesson": what every progress line of a submission-lesson
+ * starts with (that of the lesson built ahead too) */
+static char *progress_tag(const char *tag, int i, int nsub, const submission *s,
+                          const lesson_info *li)
+{
+    return xasprintf("[%s%d/%d] %s %s", tag, i + 1, nsub, s->id, li ? li->name : "?");
+}
+
 static void total(submission *s)
 {
     s->score = s->max = 0.0;
@@ -871,15 +879,15 @@ int main(int argc, char **argv)
             memset(lr, 0, sizeof *lr);
             lr->li = manifest_find(&g.man, g.lessons.v[k]);
             lr->rl = rubric_find(&g.rub, g.lessons.v[k]);
-            char *progress = xasprintf("[%s%d/%d] %s %s", tag, i + 1, nsub, s->id, lr->li->name);
+            char *progress = progress_tag(tag, i, nsub, s, lr->li);
             /* the lesson after this one, which ahead.c may build beside it */
             int ni = k + 1 < s->n_lessons ? i : i + 1, nk = k + 1 < s->n_lessons ? k + 1 : 0;
             g.next_s = ni < nsub ? &subs[ni] : NULL;
             g.next_k = ni < nsub ? nk : -1;
             free(g.next_progress);
-            const lesson_info *nli = ni < nsub ? manifest_find(&g.man, g.lessons.v[nk]) : NULL;
-            g.next_progress = nli ? xasprintf("[%s%d/%d] %s %s", tag, ni + 1, nsub, subs[ni].id,
-                                              nli->name) : NULL;
+            g.next_progress = ni < nsub ? progress_tag(tag, ni, nsub, &subs[ni],
+                                                       manifest_find(&g.man, g.lessons.v[nk]))
+                                        : NULL;
             double tl = now_s();
             grade_lesson(&g, s, lr, progress);
             ++lessons_done;

@@ -261,7 +261,7 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
      * before this one was verified */
     char *summary = NULL, *detail = NULL, *why = NULL;
     lesson_state st;
-    if (ahead_take(g, s, lr, &st, &summary, &detail, &why) != 0)
+    if (ahead_take(s, lr, &st, &summary, &detail, &why) != 0)
         st = prepare_lesson(g, s, lr, progress, &summary, &detail, &why);
     double t;
     if (st != L_GRADED) {

@@ -95,8 +95,8 @@ lesson_state prepare_lesson(grader *g, submission *s, lesson_result *lr, const c
  * and reap it */
 void ahead_start(grader *g, const lesson_result *now);
 void ahead_finish(void);
-int ahead_take(grader *g, const submission *s, lesson_result *lr, lesson_state *st,
-               char **summary, char **detail, char **why);
+int ahead_take(const submission *s, lesson_result *lr, lesson_state *st, char **summary,
+               char **detail, char **why);
 void ahead_cancel(void);
 
 /* stage_run.c */
