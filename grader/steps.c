@@ -172,7 +172,7 @@ int run_step(grader *g, step_kind kind, const lesson_info *li, const char *scrat
     if (getenv("FUSIONLAB_GRADE_DEBUG")) {
         fprintf(stderr, "step:");
         for (int i = 0; i < full.n; ++i) fprintf(stderr, " %s", full.v[i]);
-        fprintf(stderr, "\n-> exit %d\n%s\n", r->exit_code, r->output);
+        fprintf(stderr, "\n-> exit %d in %.2f s\n%s\n", r->exit_code, r->elapsed_s, r->output);
     }
     strlist_free(&full);
     strlist_free(&ro);
