@@ -35,6 +35,12 @@ EXTERN_C void fl_fill_uniform(float *x, size_t n, uint64_t seed, float lo,
 EXTERN_C void fl_fill_normal(float *x, size_t n, uint64_t seed, float mean,
                              float stddev);
 
+/* Threads for a CPU loop over n elements that can be shared among them
+ * (the fills above; lesson 03's reference): 1 below 2^20 elements, where
+ * starting threads costs more than it saves, or without OpenMP; else the
+ * CPUs this process may use, at most 8. */
+EXTERN_C int fl_cpu_threads(size_t n);
+
 /* Host <-> device helpers for the common case of float arrays. They report
  * errors like CUDA_CHECK and return them. */
 EXTERN_C cudaError_t fl_upload_f32(float *dev, const float *host, size_t n);

@@ -389,6 +389,32 @@ Test(data, normal_has_the_asked_mean_and_spread)
     cr_assert(fabs(sd - 0.5) < 0.01, "std %f", sd);
 }
 
+/* A fill large enough to be shared among threads (fl_cpu_threads) gives
+ * exactly the stream of one fl_rng drawn in turn: the inputs of a test do
+ * not depend on how many CPUs drew them. */
+Test(data, fills_are_the_stream_on_any_threads)
+{
+    size_t n = ((size_t)3 << 20) + 5;
+    cr_assert(fl_cpu_threads(n) >= 1 && fl_cpu_threads(1000) == 1);
+    float *x = malloc(n * sizeof *x);
+    cr_assert_not_null(x);
+    fl_fill_normal(x, n, 11, 0.5f, 2.0f);
+    fl_rng r = fl_rng_make(11);
+    for (size_t i = 0; i < n; ++i) {
+        float want = (float)(0.5f + 2.0f * fl_rng_normal(&r));
+        cr_assert(memcmp(&x[i], &want, sizeof want) == 0, "normal x[%zu] = %.9g, want %.9g", i,
+                  (double)x[i], (double)want);
+    }
+    fl_fill_uniform(x, n, 12, -3.0f, 5.0f);
+    r = fl_rng_make(12);
+    for (size_t i = 0; i < n; ++i) {
+        float want = (float)(-3.0f + 8.0f * fl_rng_uniform(&r));
+        cr_assert(memcmp(&x[i], &want, sizeof want) == 0, "uniform x[%zu] = %.9g, want %.9g", i,
+                  (double)x[i], (double)want);
+    }
+    free(x);
+}
+
 Test(data, grade_seed_changes_inputs)
 {
     unsetenv("FUSIONLAB_GRADE_SEED");
