@@ -166,6 +166,17 @@ EXTERN_C cudaError_t fl_copy_bandwidth_gbs(size_t bytes_per_buffer,
  * bytes a second than the 256 MiB streams above. */
 EXTERN_C cudaError_t fl_copy_bandwidth_at(size_t bytes_per_buffer, double *gbs);
 
+/* The ceiling of a kernel that moves `bytes_moved` bytes (reads + writes):
+ * the faster of the large copy above (fl_copy_bandwidth_gbs(0)) and a copy
+ * of the same bytes (fl_copy_bandwidth_at(bytes_moved / 2), buffers of at
+ * least 4 KiB; each size measured once in a process). The copy of the same
+ * bytes is the one to beat near the L2's size, where a few times its bytes
+ * move faster than 256 MiB streams do (a figure above 100% otherwise); the
+ * large copy is the one to beat where a small copy is slow for its launch
+ * and its latency, not its bandwidth. Every "% of the copy ceiling" of the
+ * benches, the speed tests and ./lab compare is measured against it. */
+EXTERN_C cudaError_t fl_copy_ceiling_for(double bytes_moved, double *gbs);
+
 /* What the last measurement of fl_copy_bandwidth_gbs or _at in this process saw:
  * each way's GB/s (0 before the first). For the benches and ./lab doctor. */
 typedef struct {

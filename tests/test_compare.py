@@ -539,7 +539,7 @@ class Abi(unittest.TestCase):
             num = re.search(r"compare_(\d\d)_", os.path.basename(path)).group(1)
             lib = load_or_skip(self, path)
             for name in wanted[num] + ["fl_time_variants", "fl_copy_bandwidth_gbs",
-                                       "fl_copy_bandwidth_at",
+                                       "fl_copy_bandwidth_at", "fl_copy_ceiling_for",
                                        "cudaGetErrorName"]:
                 self.assertTrue(hasattr(lib, name), f"{path} lacks {name}")
             self.assertEqual(lib.cudaGetErrorName(1), b"cudaErrorInvalidValue")

@@ -173,6 +173,8 @@ def load_library(path):
     lib.fl_copy_bandwidth_gbs.argtypes = [ctypes.c_size_t, ctypes.POINTER(ctypes.c_double)]
     lib.fl_copy_bandwidth_at.restype = ctypes.c_int
     lib.fl_copy_bandwidth_at.argtypes = [ctypes.c_size_t, ctypes.POINTER(ctypes.c_double)]
+    lib.fl_copy_ceiling_for.restype = ctypes.c_int
+    lib.fl_copy_ceiling_for.argtypes = [ctypes.c_double, ctypes.POINTER(ctypes.c_double)]
     lib.fl_compare_fact.restype = ctypes.c_double
     lib.fl_compare_fact.argtypes = [ctypes.c_char_p] + [ctypes.c_double] * 4
     lib.cudaGetErrorName.restype, lib.cudaGetErrorName.argtypes = ctypes.c_char_p, [ctypes.c_int]
@@ -1316,18 +1318,15 @@ def student_failure(key, failures, done, stopped):
 
 
 def copy_ceiling_at(lib, moved, cache):
-    """The most bytes a second (GB/s) a copy moving `moved` bytes in all
-    (buffers of half that each) reaches under the course's protocol, as
-    fl_copy_bandwidth_at measures it, once per size; 0 when the case moves
-    nothing to speak of or the measurement failed."""
-    per_buffer = int(moved // 2) & ~15
-    if per_buffer < 4096:
-        return 0.0
-    if per_buffer not in cache:
+    """The copy ceiling (GB/s) of a case moving `moved` bytes in all, as the
+    benches and the speed tests measure it (fl_copy_ceiling_for, timing.h:
+    the faster of the large copy and a copy of the same bytes), once per
+    size; 0 when the measurement failed."""
+    if moved not in cache:
         gbs = ctypes.c_double(0.0)
-        rc = lib.fl_copy_bandwidth_at(per_buffer, ctypes.byref(gbs))
-        cache[per_buffer] = gbs.value if rc == 0 else 0.0
-    return cache[per_buffer]
+        rc = lib.fl_copy_ceiling_for(float(moved), ctypes.byref(gbs))
+        cache[moved] = gbs.value if rc == 0 else 0.0
+    return cache[moved]
 
 
 def run_lesson(args, lesson, timer=time_with_harness):
@@ -1358,9 +1357,9 @@ def run_lesson(args, lesson, timer=time_with_harness):
                 v.failure = student_failure((case.key(), v.name), *probe)
         print(f"compare: {lesson.name}: {case.key()} ({len(case.variants)} variants)",
               file=sys.stderr)
-        # "% of copy": against a copy of the same bytes (reads + writes),
-        # timed the same way; a shape whose buffers are a few times the L2
-        # can move more a second than the large copy of the ceiling above
+        # "% of copy": against the copy ceiling of the case's bytes (reads +
+        # writes), timed the same way; a shape whose buffers are a few times
+        # the L2 can move more a second than the large copy above
         same = copy_ceiling_at(lib, case.bytes, at_size) or ceiling.value
         rows += time_case(env, case, lambda e, c, vs: timer(lib, e, c, vs, samples, same))
         case = None

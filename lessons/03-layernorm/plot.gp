@@ -5,7 +5,10 @@
 #              fwd_unfused_gbs,fwd_fused_gbs,bwd_unfused_us,bwd_fused_us,
 #              bwd_atomic_us,bwd_speedup,bwd_unfused_gbs,bwd_fused_gbs,
 #              bwd_atomic_gbs,ceiling_gbs,fwd_fused_pct_of_ceiling,
-#              bwd_fused_pct_of_ceiling
+#              bwd_fused_pct_of_ceiling[,bwd_ceiling_gbs]
+#   (ceiling_gbs: the copy ceiling of the forward's bytes, bwd_ceiling_gbs of
+#   the backward's: common/timing.h, fl_copy_ceiling_for; CSVs before
+#   2026-11-26 have one ceiling, of 256 MiB buffers, for both)
 # With a compare CSV (./lab compare 03; by default the sibling *-compare.csv),
 # PyTorch, Triton and your kernel are drawn too (its 4096-row shapes). Its
 # columns: device,date,op,rows,cols,variant,kind,median_us,gbs,pct_of_ceiling,

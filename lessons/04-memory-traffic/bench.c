@@ -175,7 +175,8 @@ int main(int argc, char **argv)
          .bytes = 8.0 * (double)side * (double)side},
     };
     fl_timing_opts o = fl_timing_defaults();
-    o.ceiling_gbs = b.ceiling_gbs;
+    /* the copy ceiling of the transpose's bytes (timing.h) */
+    if (fl_copy_ceiling_for(tv[1].bytes, &o.ceiling_gbs) != cudaSuccess) return 1;
     o.samples = samples;
     fl_timing tr[2];
     if (fl_time_variants(tv, 2, &o, tr) != cudaSuccess) return 1;
