@@ -398,27 +398,38 @@ cudaError_t fl_copy_bandwidth_at(size_t bytes_per_buffer, double *gbs)
 
     if (err == cudaSuccess) {
         /* side by side, interleaved, as every comparison of the course */
-        copy_ctx k1 = c, k2 = c, rd = c;
+        copy_ctx k1 = c, k2 = c, rd = c, rd2 = c, m2 = c, m3 = c;
         k1.kind = FL_STREAM_COPY;
         k2.kind = FL_STREAM_COPY_FLAT;
         rd.kind = FL_STREAM_READ;
+        rd2.kind = FL_STREAM_READ_FLAT;
+        m2.kind = FL_STREAM_READ2_WRITE1;
+        m3.kind = FL_STREAM_READ3_WRITE1;
         double both = 2.0 * (double)bytes;
-        fl_variant v[4] = {
+        /* the mixed streams' bytes: 2 reads and 1 write of bytes/32 int4s
+         * (3 and 1 of bytes/48) */
+        double mix2 = 3.0 * 16.0 * (double)(bytes / 16 / 2);
+        double mix3 = 4.0 * 16.0 * (double)(bytes / 16 / 3);
+        fl_variant v[7] = {
             {.name = "cudaMemcpy D2D", .run = run_copy, .ctx = &c, .bytes = both},
             {.name = "copy kernel (int4, 4 in flight)", .run = run_stream, .ctx = &k1, .bytes = both},
             {.name = "copy kernel (int4, flat)", .run = run_stream, .ctx = &k2, .bytes = both},
-            {.name = "read-only stream", .run = run_stream, .ctx = &rd, .bytes = (double)bytes},
+            {.name = "read-only stream (4 in flight)", .run = run_stream, .ctx = &rd, .bytes = (double)bytes},
+            {.name = "read-only stream (flat)", .run = run_stream, .ctx = &rd2, .bytes = (double)bytes},
+            {.name = "two reads a write", .run = run_stream, .ctx = &m2, .bytes = mix2},
+            {.name = "three reads a write", .run = run_stream, .ctx = &m3, .bytes = mix3},
         };
         fl_timing_opts opts = fl_timing_defaults();
         opts.samples = 25;
-        fl_timing t[4];
-        err = fl_time_variants(v, 4, &opts, t);
+        fl_timing t[7];
+        err = fl_time_variants(v, 7, &opts, t);
         if (err == cudaSuccess) {
             g_ceiling_parts.memcpy_gbs = t[0].gbs;
             g_ceiling_parts.kernel_gbs = t[1].gbs > t[2].gbs ? t[1].gbs : t[2].gbs;
-            g_ceiling_parts.read_gbs = t[3].gbs;
+            g_ceiling_parts.read_gbs = t[3].gbs > t[4].gbs ? t[3].gbs : t[4].gbs;
+            g_ceiling_parts.mixed_gbs = t[5].gbs > t[6].gbs ? t[5].gbs : t[6].gbs;
             double best = 0.0;
-            for (int i = 0; i < 4; ++i)
+            for (int i = 0; i < 7; ++i)
                 if (t[i].gbs > best) best = t[i].gbs;
             *gbs = best;
         }

@@ -135,16 +135,29 @@ EXTERN_C cudaError_t fl_gpu_hold(double us, int blocks, int threads,
  * multiple of 16 and both pointers 16-byte aligned (else
  * cudaErrorInvalidValue). FL_STREAM_COPY and FL_STREAM_COPY_FLAT copy src
  * to dst (a grid the size of the GPU with four 16-byte loads in flight per
- * thread; one 16-byte element per thread); FL_STREAM_READ reads src and
- * writes nothing but, never in practice, one int to `sink`. */
-typedef enum { FL_STREAM_COPY, FL_STREAM_COPY_FLAT, FL_STREAM_READ } fl_stream_kind;
+ * thread; one 16-byte element per thread); FL_STREAM_READ and
+ * FL_STREAM_READ_FLAT (the same two shapes) read src and write nothing but,
+ * never in practice, one int to `sink`; FL_STREAM_READ2_WRITE1 and
+ * FL_STREAM_READ3_WRITE1 (one element per thread) read src's halves
+ * (thirds) and write one element of dst for each two (three) read, as
+ * c = a + b and y = (a + b) * s + c do: they move 3/4 (2/3) of the bytes of
+ * a copy of `bytes`. */
+typedef enum {
+    FL_STREAM_COPY,
+    FL_STREAM_COPY_FLAT,
+    FL_STREAM_READ,
+    FL_STREAM_READ_FLAT,
+    FL_STREAM_READ2_WRITE1,
+    FL_STREAM_READ3_WRITE1
+} fl_stream_kind;
 EXTERN_C cudaError_t fl_stream_device(fl_stream_kind kind, void *dst, const void *src,
                                       size_t bytes, int *sink, cudaStream_t stream);
 
 /* The ceiling every memory-bound lesson is measured against ("the copy
  * ceiling"): measured, not read off a datasheet. Large device-to-device
  * streams timed with the protocol above, side by side: cudaMemcpyAsync, the
- * two copy kernels, and a read-only stream; the ceiling is the most bytes a
+ * two copy kernels, two read-only streams (the copies' two shapes) and
+ * streams of two and of three reads a write; the ceiling is the most bytes a
  * second any of them moved, in GB/s (1 GB = 1e9 bytes; bytes read + bytes
  * written). No one of them is enough alone: on an H200 a copy kernel moves
  * about 5% more than cudaMemcpy, on an H100 cudaMemcpy moves more than a
@@ -167,13 +180,13 @@ EXTERN_C cudaError_t fl_copy_bandwidth_gbs(size_t bytes_per_buffer,
 EXTERN_C cudaError_t fl_copy_bandwidth_at(size_t bytes_per_buffer, double *gbs);
 
 /* The ceiling of a kernel that moves `bytes_moved` bytes (reads + writes):
- * the faster of the large copy above (fl_copy_bandwidth_gbs(0)) and a copy
- * of the same bytes (fl_copy_bandwidth_at(bytes_moved / 2), buffers of at
- * least 4 KiB; each size measured once in a process). The copy of the same
- * bytes is the one to beat near the L2's size, where a few times its bytes
- * move faster than 256 MiB streams do (a figure above 100% otherwise); the
- * large copy is the one to beat where a small copy is slow for its launch
- * and its latency, not its bandwidth. Every "% of the copy ceiling" of the
+ * the faster of the large streams above (fl_copy_bandwidth_gbs(0)) and the
+ * same streams at the same bytes (fl_copy_bandwidth_at(bytes_moved / 2),
+ * buffers of at least 4 KiB; each size measured once in a process). The
+ * streams of the same bytes are the ones to beat near the L2's size, where a
+ * few times its bytes move faster than 256 MiB streams do (a figure above
+ * 100% otherwise); the large ones where a small stream is slow for its
+ * launch and its latency, not its bandwidth. Every "% of the copy ceiling" of the
  * benches, the speed tests and ./lab compare is measured against it. */
 EXTERN_C cudaError_t fl_copy_ceiling_for(double bytes_moved, double *gbs);
 
@@ -182,7 +195,8 @@ EXTERN_C cudaError_t fl_copy_ceiling_for(double bytes_moved, double *gbs);
 typedef struct {
     double memcpy_gbs;   /* cudaMemcpyAsync, device to device */
     double kernel_gbs;   /* the faster of the two copy kernels */
-    double read_gbs;     /* the read-only stream */
+    double read_gbs;     /* the faster read-only stream */
+    double mixed_gbs;    /* the faster of two reads a write and three */
 } fl_copy_ceiling;
 EXTERN_C fl_copy_ceiling fl_copy_ceiling_parts(void);
 

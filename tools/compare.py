@@ -1432,8 +1432,10 @@ def main(argv=None):
     print(f"## lesson {lesson.name}: the worked solution, your kernel, PyTorch and Triton")
     print("")
     print("\n".join(report(rows, lesson.goals, device, date, samples, lesson.compute_bound)))
-    print(f"(% of copy: of a copy of the same bytes, timed the same way, for each shape; the copy "
-          f"ceiling at 256 MiB buffers {ceiling:.0f} GB/s; CSV: {os.path.relpath(path)})")
+    print(f"(% of copy: of the copy ceiling of each shape's bytes, fl_copy_ceiling_for: the "
+          f"fastest of copies, reads and streams of two or three reads a write, timed the same "
+          f"way, at 256 MiB buffers ({ceiling:.0f} GB/s here) and at the shape's own bytes; "
+          f"CSV: {os.path.relpath(path)})")
     print("")
     wrong = [r for r in rows if r.kind in (SOLUTION, "course") and r.check != "ok"]
     for r in wrong:
