@@ -350,8 +350,14 @@ static void run_suite_once(grader *g, step_kind kind, const submission_keys *key
     }
     argv[k] = NULL;
     char *conn_env = cuda_connections_env(g, suite);
-    const char *env_set[11] = {speed_env, evidence_env, salt_env, NULL};
-    int e = 3;
+    /* the CPU threads each test process may draw its inputs and compute its
+     * references on (common/data.c, fl_cpu_threads): this worker's CPUs
+     * shared among the processes side by side, so that workers and jobs
+     * together ask for no more than --jobs */
+    int per_proc = g->jobs / (jobs > 1 ? jobs : 1);
+    char *omp_env = xasprintf("OMP_NUM_THREADS=%d", per_proc > 1 ? per_proc : 1);
+    const char *env_set[12] = {speed_env, evidence_env, salt_env, omp_env, NULL};
+    int e = 4;
     if (conn_env) env_set[e++] = conn_env;
     if (cases_out) {
         env_set[e++] = "FUSIONLAB_CASES=together";
@@ -396,6 +402,7 @@ static void run_suite_once(grader *g, step_kind kind, const submission_keys *key
     free(cases_env);
     free(procs_env);
     free(conn_env);
+    free(omp_env);
     free(json);
     free(speed);
     free(evidence);
