@@ -99,7 +99,8 @@ int main(void)
     if (fl_copy_bandwidth_gbs(0, &gbs) != cudaSuccess) return 1;
     fl_copy_ceiling parts = fl_copy_ceiling_parts();
     printf("OK   bandwidth: %.0f GB/s, the lessons' ceiling (read + write; the most of "
-           "cudaMemcpy, %.0f GB/s, a copy kernel, %.0f GB/s, and a read-only stream, %.0f GB/s)\n",
-           gbs, parts.memcpy_gbs, parts.kernel_gbs, parts.read_gbs);
+           "cudaMemcpy, %.0f GB/s, a copy kernel, %.0f GB/s, a read-only stream, %.0f GB/s, "
+           "and two or three reads a write, %.0f GB/s)\n",
+           gbs, parts.memcpy_gbs, parts.kernel_gbs, parts.read_gbs, parts.mixed_gbs);
     return ok ? 0 : 1;
 }
