@@ -173,20 +173,21 @@ EXTERN_C cudaError_t fl_copy_bandwidth_gbs(size_t bytes_per_buffer,
 
 /* The same measurement at `bytes_per_buffer` (rounded down to 16 bytes,
  * capped at an eighth of free memory; 0: cudaErrorInvalidValue), every call
- * anew, nothing cached: the ceiling of a copy of a given size. ./lab compare
- * measures each shape's "% of copy" against a copy of the same bytes (reads +
- * writes), since a shape whose buffers are a few times the L2 can move more
- * bytes a second than the 256 MiB streams above. */
+ * anew, nothing cached: the ceiling of streams of a given size, which
+ * fl_copy_ceiling_for below takes beside the 256 MiB one, since a shape
+ * whose buffers are a few times the L2 can move more bytes a second than the
+ * 256 MiB streams above. */
 EXTERN_C cudaError_t fl_copy_bandwidth_at(size_t bytes_per_buffer, double *gbs);
 
 /* The ceiling of a kernel that moves `bytes_moved` bytes (reads + writes):
  * the faster of the large streams above (fl_copy_bandwidth_gbs(0)) and the
- * same streams at the same bytes (fl_copy_bandwidth_at(bytes_moved / 2),
- * buffers of at least 4 KiB; each size measured once in a process). The
- * streams of the same bytes are the ones to beat near the L2's size, where a
- * few times its bytes move faster than 256 MiB streams do (a figure above
- * 100% otherwise); the large ones where a small stream is slow for its
- * launch and its latency, not its bandwidth. Every "% of the copy ceiling" of the
+ * same streams on buffers of bytes_moved / 2 each (fl_copy_bandwidth_at: a
+ * copy then moves bytes_moved, the reads half of it, the mixed streams 3/4
+ * and 2/3; buffers of at least 4 KiB; each size measured once in a
+ * process). The streams of the kernel's size are the ones to beat near the
+ * L2's size, where a few times its bytes move faster than 256 MiB streams do
+ * (a figure above 100% otherwise); the large ones where a small stream is
+ * slow for its launch and its latency, not its bandwidth. Every "% of the copy ceiling" of the
  * benches, the speed tests and ./lab compare is measured against it. */
 EXTERN_C cudaError_t fl_copy_ceiling_for(double bytes_moved, double *gbs);
 

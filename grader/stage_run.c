@@ -1175,8 +1175,12 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
     argv[na] = (char *)binary;
     char *seed_env = s->keys.seed ? xasprintf("FUSIONLAB_GRADE_SEED=%s", s->keys.seed) : NULL;
     char *conn_env = cuda_connections_env(g, NULL);
-    const char *env_set[4] = {NULL, NULL, NULL, NULL};
-    int e = 0;
+    /* the CPU threads of each test process (common/data.c): the worker's CPUs
+     * shared among the four tools' processes side by side */
+    int per_proc = g->jobs / (4 * (jobs > 1 ? jobs : 1));
+    char *omp_env = xasprintf("OMP_NUM_THREADS=%d", per_proc > 1 ? per_proc : 1);
+    const char *env_set[5] = {omp_env, NULL, NULL, NULL, NULL};
+    int e = 1;
     if (seed_env) env_set[e++] = seed_env;
     if (conn_env) env_set[e++] = conn_env;
     if (g->no_gpu) env_set[e++] = "CUDA_VISIBLE_DEVICES=";
@@ -1187,6 +1191,7 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
     run_step(g, STEP_TEST, li, outdir, argv, env_set, &o, &r);
     free(seed_env);
     free(conn_env);
+    free(omp_env);
 
     sanitizer_log(g, s, li, &r, outdir);
 

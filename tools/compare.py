@@ -1320,8 +1320,8 @@ def student_failure(key, failures, done, stopped):
 def copy_ceiling_at(lib, moved, cache):
     """The copy ceiling (GB/s) of a case moving `moved` bytes in all, as the
     benches and the speed tests measure it (fl_copy_ceiling_for, timing.h:
-    the faster of the large copy and a copy of the same bytes), once per
-    size; 0 when the measurement failed."""
+    the fastest of its copies, reads and mixed streams at 256 MiB buffers and
+    at the case's size), once per size; 0 when the measurement failed."""
     if moved not in cache:
         gbs = ctypes.c_double(0.0)
         rc = lib.fl_copy_ceiling_for(float(moved), ctypes.byref(gbs))
