@@ -693,6 +693,10 @@ static void huge_run(float *xa, float *ya, size_t rows, size_t cols, size_t offs
 
 Test(A_rows, huge, .timeout = 120)
 {
+    /* past 2^31 elements, never under the sanitizer (its cases are of up to
+     * 16 MiB a buffer): skipped before CUDA starts, which costs an
+     * instrumented start per tool */
+    if (fl_test_sanitizing()) cr_skip_test("%s: not under the sanitizer", "a matrix past 2^31 elements");
     FL_REQUIRE_GPU();
     const size_t C = HUGE_COLS;
     const size_t options[] = {((size_t)1 << 20) + 1, ((size_t)1 << 19) + 1};
@@ -726,6 +730,10 @@ Test(A_rows, huge, .timeout = 120)
  * whole blocks of rows in int or unsigned overflows there. */
 Test(A_rows, max_rows, .timeout = 180)
 {
+    /* past 2^31 elements, never under the sanitizer (its cases are of up to
+     * 16 MiB a buffer): skipped before CUDA starts, which costs an
+     * instrumented start per tool */
+    if (fl_test_sanitizing()) cr_skip_test("%s: not under the sanitizer", "2^31 - 1 rows");
     FL_REQUIRE_GPU();
     const size_t R = SOFTMAX_MAX_ROWS;
     const size_t options[] = {3, 1};
@@ -792,6 +800,10 @@ static int check_span(const float *dy, size_t cols, const xgen02 *g, size_t r, s
 
 Test(C_long_rows, max_cols, .timeout = 300)
 {
+    /* past 2^31 elements, never under the sanitizer (its cases are of up to
+     * 16 MiB a buffer): skipped before CUDA starts, which costs an
+     * instrumented start per tool */
+    if (fl_test_sanitizing()) cr_skip_test("%s: not under the sanitizer", "rows of 2^30 floats");
     FL_REQUIRE_GPU();
     const size_t C = SOFTMAX_MAX_COLS, P = MAXC_PERIOD;
     const size_t options[] = {5, 3, 1};
