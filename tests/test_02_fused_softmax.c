@@ -693,10 +693,9 @@ static void huge_run(float *xa, float *ya, size_t rows, size_t cols, size_t offs
 
 Test(A_rows, huge, .timeout = 120)
 {
-    /* past 2^31 elements, never under the sanitizer (its cases are of up to
-     * 16 MiB a buffer): skipped before CUDA starts, which costs an
-     * instrumented start per tool */
-    if (fl_test_sanitizing()) cr_skip_test("%s: not under the sanitizer", "a matrix past 2^31 elements");
+    /* skipped under the sanitizer (up to 16 MiB a buffer) before CUDA starts,
+     * which there costs an instrumented start per tool: its smallest buffer */
+    fl_test_skip_if_too_large((((size_t)1 << 19) + 1) * HUGE_COLS * sizeof(float));
     FL_REQUIRE_GPU();
     const size_t C = HUGE_COLS;
     const size_t options[] = {((size_t)1 << 20) + 1, ((size_t)1 << 19) + 1};
@@ -730,10 +729,9 @@ Test(A_rows, huge, .timeout = 120)
  * whole blocks of rows in int or unsigned overflows there. */
 Test(A_rows, max_rows, .timeout = 180)
 {
-    /* past 2^31 elements, never under the sanitizer (its cases are of up to
-     * 16 MiB a buffer): skipped before CUDA starts, which costs an
-     * instrumented start per tool */
-    if (fl_test_sanitizing()) cr_skip_test("%s: not under the sanitizer", "2^31 - 1 rows");
+    /* skipped under the sanitizer (up to 16 MiB a buffer) before CUDA starts,
+     * which there costs an instrumented start per tool: its smallest buffer */
+    fl_test_skip_if_too_large(SOFTMAX_MAX_ROWS * sizeof(float));
     FL_REQUIRE_GPU();
     const size_t R = SOFTMAX_MAX_ROWS;
     const size_t options[] = {3, 1};
@@ -800,10 +798,9 @@ static int check_span(const float *dy, size_t cols, const xgen02 *g, size_t r, s
 
 Test(C_long_rows, max_cols, .timeout = 300)
 {
-    /* past 2^31 elements, never under the sanitizer (its cases are of up to
-     * 16 MiB a buffer): skipped before CUDA starts, which costs an
-     * instrumented start per tool */
-    if (fl_test_sanitizing()) cr_skip_test("%s: not under the sanitizer", "rows of 2^30 floats");
+    /* skipped under the sanitizer (up to 16 MiB a buffer) before CUDA starts,
+     * which there costs an instrumented start per tool: its smallest buffer */
+    fl_test_skip_if_too_large(SOFTMAX_MAX_COLS * sizeof(float));
     FL_REQUIRE_GPU();
     const size_t C = SOFTMAX_MAX_COLS, P = MAXC_PERIOD;
     const size_t options[] = {5, 3, 1};
