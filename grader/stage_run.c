@@ -1159,8 +1159,9 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
     /* the parameterized tests (declared with FL_PARAM_TEST in the course's
      * test source, which the step cannot see: a copy in its folder, read
      * before any of the student's code runs) run their cases in one process
-     * of each tool, and again one process per case when that run is not
-     * clean and whole; without it every case is a process of its own */
+     * of each tool, and a suite's FL_TESTs all in one, again one process per
+     * case or test when that run is not clean and whole; without it every
+     * case is a process of its own */
     char *source = NULL;
     size_t src_len = 0;
     char *src = li->b.test_source ? read_file(li->b.test_source, 16u << 20, &src_len, NULL) : NULL;

@@ -51,7 +51,8 @@ const char *fl_test_error_hint(cudaError_t e)
  * access is checked, 10 to 100 times slower: only the small cases run. */
 #define FL_SANITIZE_MAX_BYTES ((size_t)16 << 20)
 
-/* FUSIONLAB_SANITIZE, FUSIONLAB_CASES and FUSIONLAB_CASES_REPORT, read once
+/* FUSIONLAB_SANITIZE, FUSIONLAB_CASES, FUSIONLAB_CASES_REPORT and
+ * FUSIONLAB_TESTS_TOGETHER, read once
  * before main (before any code of a student's runs: a launcher that
  * rewrote the environment in place must not change how the tests run). */
 static int g_sanitizing = -1, g_cases_together = -1;
@@ -60,6 +61,7 @@ static int g_cases_fd = -1; /* FUSIONLAB_CASES_REPORT, opened for appending */
 static size_t g_cases_procs = 1; /* FUSIONLAB_CASES_PROCESSES */
 static size_t g_cases_index[FL_CASES_MAX]; /* 0, 1, ...: FL_PARAM_TEST's parameters */
 static uint64_t g_key_calls; /* fl_test_fresh_key's count (a case's: fl_cases_keys_from) */
+static char g_tests_together[1024]; /* FUSIONLAB_TESTS_TOGETHER, under the sanitizer only */
 
 __attribute__((constructor)) static void test_env_init(void)
 {
@@ -77,6 +79,15 @@ __attribute__((constructor)) static void test_env_init(void)
             g_cases_procs = p < FL_CASES_MAX_PROCESSES ? p : FL_CASES_MAX_PROCESSES;
     }
     for (size_t i = 0; i < FL_CASES_MAX; ++i) g_cases_index[i] = i;
+    const char *tests = getenv("FUSIONLAB_TESTS_TOGETHER");
+    if (g_sanitizing && tests != NULL) {
+        if (strlen(tests) >= sizeof g_tests_together) {
+            fprintf(stderr, "FUSIONLAB_TESTS_TOGETHER: longer than %zu characters\n",
+                    sizeof g_tests_together - 1);
+            _exit(70);
+        }
+        strcpy(g_tests_together, tests);
+    }
     const char *report = getenv("FUSIONLAB_CASES_REPORT");
     if (g_cases_together && report != NULL && report[0] != '\0') {
         g_cases_fd = open(report, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
@@ -214,6 +225,82 @@ void fl_cases_end(void)
 void fl_cases_keys_from(size_t index)
 {
     g_key_calls = (uint64_t)(index + 1) << 32;
+}
+
+/* FL_TEST's registry: every FL_TEST of the program, filled before main. */
+#define FL_TESTS_MAX 128
+static struct {
+    const char *id;
+    void (*body)(void);
+} g_tests[FL_TESTS_MAX];
+static size_t g_n_tests;
+
+void fl_tests_register(const char *id, void (*body)(void))
+{
+    if (g_n_tests == FL_TESTS_MAX) {
+        fprintf(stderr, "fl_tests_register: more than %d FL_TESTs\n", FL_TESTS_MAX);
+        abort();
+    }
+    g_tests[g_n_tests].id = id;
+    g_tests[g_n_tests].body = body;
+    g_n_tests++;
+}
+
+static void (*tests_find(const char *id, size_t len))(void)
+{
+    for (size_t i = 0; i < g_n_tests; ++i)
+        if (strlen(g_tests[i].id) == len && strncmp(g_tests[i].id, id, len) == 0)
+            return g_tests[i].body;
+    return NULL;
+}
+
+/* The leader's process of a suite's FL_TESTs together: each named test in
+ * turn, as the cases of an FL_PARAM_TEST together (fl_cases_*). */
+static void tests_together(const char *leader)
+{
+    const char *list = g_tests_together;
+    size_t n = 1;
+    for (const char *c = list; *c; ++c) n += *c == ',';
+    g_cases.test = leader;
+    g_cases.n = n;
+    g_cases.share = 0;
+    g_cases.lo = g_cases.next = 0;
+    g_cases.hi = n;
+    g_cases.ran = g_cases.skipped = 0;
+    g_cases.active = 0;
+    g_cases.why[0] = '\0';
+    const char *at = list;
+    for (size_t i = 0; i < n; ++i) {
+        size_t len = strcspn(at, ",");
+        void (*body)(void) = tests_find(at, len);
+        cr_assert(body != NULL, "FUSIONLAB_TESTS_TOGETHER names %.*s, which is no FL_TEST of "
+                  "this program", (int)len, at);
+        at += len + (at[len] == ',');
+        g_cases.active = 1;
+        g_cases.next = i + 1; /* the evidence's case number (cases_current) */
+        g_key_calls = 0;      /* the keys of a process of its own */
+        if (setjmp(fl_cases_jmp) == 0) {
+            body();
+            fl_cases_ran();
+            /* a launch error left pending dies with a process of its own */
+            (void)cudaGetLastError();
+        }
+    }
+    fprintf(stderr, "fusion-lab: %s: %zu tests in one process (%zu ran, %zu skipped)\n", leader,
+            n, g_cases.ran, g_cases.skipped);
+    fflush(stderr);
+    if (g_cases.ran == 0)
+        cr_skip_test("%s", g_cases.why[0] ? g_cases.why : "every test skipped");
+}
+
+void fl_tests_run(const char *id, void (*body)(void))
+{
+    if (g_sanitizing < 0) test_env_init();
+    size_t len = strcspn(g_tests_together, ",");
+    if (len > 0 && strlen(id) == len && strncmp(g_tests_together, id, len) == 0)
+        tests_together(id);
+    else
+        body();
 }
 
 /* The case of the loop running now (1, 2, ...), 0 outside the loop. */

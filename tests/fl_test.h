@@ -129,8 +129,45 @@ struct criterion_test_params fl_test_params(void *cases, size_t size, size_t n,
     }                                                                             \
     static void fl_case_##Suite##_##Name(Type *var)
 
+/* A test of Criterion's (no options: a test with a .timeout stays a Test),
+ * whose body follows:
+ *
+ *     FL_TEST(A_forward, eps)
+ *     {
+ *         ...
+ *     }
+ *
+ * It runs as Test(Suite, Name) would, a process of its own, except under the
+ * sanitizer stage: there tools/sanitize runs a suite's FL_TESTs one after
+ * another in one process (under compute-sanitizer each process that starts
+ * CUDA costs seconds of CPU time). It starts the first of them, the leader,
+ * with FUSIONLAB_TESTS_TOGETHER=SUITE/LEADER,SUITE/B,... (read before main,
+ * honoured only with FUSIONLAB_SANITIZE set): the leader's process then runs
+ * each named test's body in turn, as a case of an FL_PARAM_TEST runs (a
+ * test that skips goes on to the next, fl_test_fresh_key starts again at
+ * each, an error a CUDA call left behind is cleared between them), and
+ * prints, after the last,
+ *     fusion-lab: SUITE/LEADER: N tests in one process (R ran, S skipped)
+ * A failure ends the whole run; tools/sanitize then runs the tests again,
+ * one process each, and only that run counts, as for an FL_PARAM_TEST. */
+#define FL_TEST(Suite, Name)                                                    \
+    static void fl_test_##Suite##_##Name(void);                                 \
+    __attribute__((constructor)) static void fl_test_register_##Suite##_##Name(void) \
+    {                                                                           \
+        fl_tests_register(#Suite "/" #Name, fl_test_##Suite##_##Name);          \
+    }                                                                           \
+    Test(Suite, Name)                                                           \
+    {                                                                           \
+        fl_tests_run(#Suite "/" #Name, fl_test_##Suite##_##Name);               \
+    }                                                                           \
+    static void fl_test_##Suite##_##Name(void)
+
+/* FL_TEST's machinery (tests/fl_test.c). */
+void fl_tests_register(const char *id, void (*body)(void));
+void fl_tests_run(const char *id, void (*body)(void));
+
 /* Skip the case: cr_skip_test, or, with the cases of an FL_PARAM_TEST
- * together in one process, go on to the next case. */
+ * (or a suite's FL_TESTs) together in one process, go on to the next case. */
 #define FL_SKIP_CASE(...)                                                     \
     do {                                                                      \
         if (fl_cases_skip(__VA_ARGS__)) longjmp(fl_cases_jmp, 1);             \

@@ -50,6 +50,28 @@ n=$(ls "$FAKE_DIR" | grep -c '^running\.')
 echo "$n" >>"$FAKE_DIR/peaks"
 sleep "${FAKE_SLEEP:-0}"
 rm -f "$FAKE_DIR/running.$$"
+if [ -n "${FUSIONLAB_TESTS_TOGETHER:-}" ]; then
+    # a suite's FL_TESTs: the first one's process runs them all
+    echo "$filter#group:$FUSIONLAB_TESTS_TOGETHER" >>"$FAKE_DIR/ran"
+    echo "[RUN ] ${filter%/*}::${filter#*/}"
+    if [ -n "${FAKE_GROUP_FAIL:-}" ]; then   # cr_assert in the second test
+        echo "[FAIL] ${filter%/*}::${filter#*/}: wrong"
+        exit 1
+    fi
+    n=$(printf '%s\n' "$FUSIONLAB_TESTS_TOGETHER" | tr ',' '\n' | wc -l)
+    [ -n "${FAKE_GROUP_NO_MARK:-}" ] || echo "fusion-lab: $filter: $n tests in one process ($n ran, 0 skipped)"
+    echo "[PASS] ${filter%/*}::${filter#*/}: (0.00s)"
+    exit 0
+fi
+case $filter in
+    */@\(*\))   # SUITE/@(A|B): each test a process of its own
+        s=${filter%%/*} names=${filter#*/@(}
+        for n in $(printf '%s\n' "${names%)}" | tr '|' ' '); do
+            echo "$s/$n" >>"$FAKE_DIR/ran"
+            echo "[PASS] $s::$n: Test passed"
+        done
+        exit 0 ;;
+esac
 s=${filter%/*} n=${filter#*/}
 if [ "$filter" = A_one/beta ]; then
     # a parameterized test of 5 cases (FL_PARAM_TEST): one process per case,
@@ -95,10 +117,19 @@ while [ $# -gt 0 ]; do
 done
 filter=
 for a in "$@"; do [ "${prev:-}" = --filter ] && filter=$a; prev=$a; done
+# the tests this process runs, and how: one, together (an FL_PARAM_TEST's
+# cases) or group (a suite's FL_TESTs)
+mode=one tests=$filter
+[ "${FUSIONLAB_CASES:-}" = together ] && mode=together
+case $filter in
+    */@\(*\)) names=${filter#*/@(}
+               tests=$(printf '%s\n' "${names%)}" | tr '|' '\n' | sed "s#^#${filter%%/*}/#") ;;
+esac
+[ -n "${FUSIONLAB_TESTS_TOGETHER:-}" ] && mode=group tests=$(printf '%s\n' "$FUSIONLAB_TESTS_TOGETHER" | tr ',' '\n')
 echo "========= COMPUTE-SANITIZER"
 "$@"
-if [ "$tool" = "${FAKE_TOOL:-}" ] && [ "$filter" = "${FAKE_BAD:-}" ] &&
-    [ "${FUSIONLAB_CASES:-one}" = "${FAKE_BAD_MODE:-${FUSIONLAB_CASES:-one}}" ]; then
+if [ "$tool" = "${FAKE_TOOL:-}" ] && printf '%s\n' "$tests" | grep -qx -- "${FAKE_BAD:-}" &&
+    [ "$mode" = "${FAKE_BAD_MODE:-$mode}" ]; then
     echo "========= Invalid __global__ write of size 4 bytes"
     echo "=========     at bad_kernel(float *)+0x70 in /src/student.cu:42"
     echo "=========     by thread (3,0,0) in block (4,0,0)"
@@ -221,22 +252,32 @@ FL_PARAM_TEST( Z_none,
                zeta, int, c, kCases, 5)
 EOF
 ran() { sort "$t/$1.fake/ran" | tr '\n' ' '; }
-rc=$(FAKE_SLEEP=0 FUSIONLAB_CASES=0/9 run_sanitize together --jobs 2 --tool memcheck --source "$t/test_fake.c")
-want="A_one/alpha A_one/beta#together A_one/gamma B_two/delta B_two/eps "
-[ "$rc" = 0 ] && [ "$(ran together)" = "$want" ] &&
-    ok "--source: the FL_PARAM_TEST's cases in one process, the other tests as before" ||
-    { bad "--source (exit $rc): ran '$(ran together)', want '$want'"; cat "$t/together.out"; }
-order=$(sed -n 's/^==== sanitize: memcheck, \(.*\) (limit.*/\1/p' "$t/together/memcheck.log" | tr '\n' '|')
-[ "$order" = "A_one/alpha|A_one/beta, every case in one process|A_one/gamma|B_two/delta|B_two/eps|" ] &&
-    ok "memcheck.log: in the listing's order, the together run named" || bad "memcheck.log with --source: '$order'"
-grep -q ' memcheck A_one/beta (cases together)$' "$t/together/times.txt" && [ "$(wc -l <"$t/together/times.txt")" = 5 ] &&
-    ok "times.txt: one line per test" || { bad "times.txt"; cat "$t/together/times.txt"; }
-want_again="A_one/alpha A_one/beta#0 A_one/beta#1 A_one/beta#2 A_one/beta#3 A_one/beta#4 A_one/beta#together A_one/gamma B_two/delta B_two/eps "
-again_ok() { # NAME RC: the test ran again one process per case, and that run counted
-    [ "$2" = 0 ] && [ "$(ran "$1")" = "$want_again" ] && [ -r "$t/$1/racecheck.d/2.together.log" ] &&
-        grep -q '^==== sanitize: racecheck, A_one/beta, one process per case' "$t/$1/racecheck.log" &&
-        grep -q ' racecheck A_one/beta (cases together, then one by one)$' "$t/$1/times.txt"
+# source_run NAME SOURCE RAN ORDER TIMES LINES WHAT: memcheck with --source
+# SOURCE (the caller's environment with a FUSIONLAB_CASES of its own): what
+# ran, the log's order, times.txt's line for the unit run together and its
+# number of lines
+source_run() {
+    rc=$(FAKE_SLEEP=0 FUSIONLAB_CASES=0/9 run_sanitize "$1" --jobs 2 --tool memcheck --source "$2")
+    [ "$rc" = 0 ] && [ "$(ran "$1")" = "$3" ] && ok "--source: $7" ||
+        { bad "--source, $1 (exit $rc): ran '$(ran "$1")', want '$3'"; cat "$t/$1.out"; }
+    order=$(sed -n 's/^==== sanitize: memcheck, \(.*\) (limit.*/\1/p' "$t/$1/memcheck.log" | tr '\n' '|')
+    [ "$order" = "$4" ] && ok "memcheck.log ($1): in the listing's order, each run named" ||
+        bad "memcheck.log ($1): '$order'"
+    grep -q " memcheck $5\$" "$t/$1/times.txt" && [ "$(wc -l <"$t/$1/times.txt")" = "$6" ] &&
+        ok "times.txt ($1): one line per run" || { bad "times.txt ($1)"; cat "$t/$1/times.txt"; }
 }
+source_run together "$t/test_fake.c" "A_one/alpha A_one/beta#together A_one/gamma B_two/delta B_two/eps " \
+    "A_one/alpha|A_one/beta, every case in one process|A_one/gamma|B_two/delta|B_two/eps|" \
+    "A_one/beta (cases together)" 5 "the FL_PARAM_TEST's cases in one process, the other tests as before"
+want_again="A_one/alpha A_one/beta#0 A_one/beta#1 A_one/beta#2 A_one/beta#3 A_one/beta#4 A_one/beta#together A_one/gamma B_two/delta B_two/eps "
+# ran_again NAME RC ID HEADER UNIT: the unit ID ran again one process per case
+# or test (its log's header HEADER), and that run counted
+ran_again() {
+    [ "$2" = 0 ] && [ "$(ran "$1")" = "$want_again" ] && [ -r "$t/$1/racecheck.d/$3.together.log" ] &&
+        grep -q "^==== sanitize: racecheck, $4" "$t/$1/racecheck.log" &&
+        grep -q " racecheck $5 ([a-z]* together, then one by one)\$" "$t/$1/times.txt"
+}
+again_ok() { ran_again "$1" "$2" 2 "A_one/beta, one process per case" A_one/beta; }
 rc=$(FAKE_SLEEP=0 FAKE_TOGETHER_FAIL=1 run_sanitize again_fail --jobs 2 --tool racecheck --source "$t/test_fake.c")
 again_ok again_fail "$rc" && ok "a case failed with the cases together: run again one process per case, which counts" ||
     { bad "a case failed together: exit $rc, ran '$(ran again_fail)'"; cat "$t/again_fail.out"; }
@@ -265,6 +306,42 @@ rc=$(FAKE_SLEEP=0 FAKE_TOOL=racecheck FAKE_BAD=A_one/beta run_sanitize errboth -
 rc=$(run_sanitize nosource --source "$t/none.c")
 [ "$rc" = 2 ] && grep -q -- '--source .* cannot be read' "$t/nosource.out" && ok "--source that is not there refused" ||
     bad "--source missing: exit $rc"
+
+# 9. --source: the tests it declares with FL_TEST run, for each suite, in
+#    the first one's process (FUSIONLAB_TESTS_TOGETHER: all of them, the
+#    listing's order); a suite's only FL_TEST (A_one/alpha) and one the
+#    listing lacks (Z_none/omega) run as plain tests, or not at all. Such a
+#    run that is not clean and whole is run again, one process per test
+#    (SUITE/@(A|B)), and only that run counts.
+cat "$t/test_fake.c" - >"$t/test_group.c" <<'EOF'
+FL_TEST(B_two, eps) { }
+FL_TEST(A_one, alpha) { }
+FL_TEST( B_two ,
+         delta ) { }
+FL_TEST(Z_none, omega) { }
+EOF
+source_run group "$t/test_group.c" \
+    "A_one/alpha A_one/beta#together A_one/gamma B_two/delta#group:B_two/delta,B_two/eps " \
+    "A_one/alpha|A_one/beta, every case in one process|A_one/gamma|B_two/delta, its suite's tests B_two/delta,B_two/eps in one process|" \
+    "B_two/delta,B_two/eps (tests together)" 4 "a suite's FL_TESTs in one process, the first one's, in the listing's order"
+want_again="A_one/alpha A_one/beta#together A_one/gamma B_two/delta B_two/delta#group:B_two/delta,B_two/eps B_two/eps "
+# NAME|VARIABLES|WHAT: each run again one process per test, which counts
+for c in "group_fail|FAKE_GROUP_FAIL=1|a test failed with the suite's tests together" \
+    "group_nomark|FAKE_GROUP_NO_MARK=1|no word that every test ran" \
+    "group_only|FAKE_TOOL=racecheck FAKE_BAD=B_two/eps FAKE_BAD_MODE=group|an error only with the tests together"; do
+    name=${c%%|*} vars=${c#*|} what=${c##*|}
+    vars=${vars%%|*}
+    eval "rc=\$($vars FAKE_SLEEP=0 run_sanitize $name --jobs 2 --tool racecheck --source \"\$t/test_group.c\")"
+    ran_again "$name" "$rc" 4 "B_two/@(delta|eps), one process per test" B_two/delta,B_two/eps &&
+        { [ "$name" != group_only ] || grep -q 'in one process: the tool reported errors' "$t/$name/racecheck.log"; } &&
+        ok "$what: run again one process per test, which counts" ||
+        { bad "$what: exit $rc, ran '$(ran "$name")'"; cat "$t/$name.out"; }
+done
+rc=$(FAKE_SLEEP=0 FAKE_TOOL=racecheck FAKE_BAD=B_two/eps run_sanitize group_both --jobs 2 --tool racecheck \
+    --source "$t/test_group.c")
+[ "$rc" = 1 ] && grep -q '^racecheck: 1 error' "$t/group_both.out" && [ "$(ran group_both)" = "$want_again" ] &&
+    ok "an error in the second test of a suite's run, and in its own process: found" ||
+    { bad "an error in both runs of B_two/eps: exit $rc, ran '$(ran group_both)'"; cat "$t/group_both.out"; }
 
 [ $fails = 0 ] && { echo "tools/sanitize: all checks pass"; exit 0; }
 echo "tools/sanitize: $fails check(s) failed"

@@ -322,8 +322,8 @@ static void edges_case(const part01 *part)
     }
 }
 
-Test(A_vector_add, edges) { edges_case(&kPartA); }
-Test(B_fused_elementwise, edges) { edges_case(&kPartB); }
+FL_TEST(A_vector_add, edges) { edges_case(&kPartA); }
+FL_TEST(B_fused_elementwise, edges) { edges_case(&kPartB); }
 
 /* ---- the scalar s ------------------------------------------------------------ */
 
@@ -353,7 +353,7 @@ static void fill_cancelling(problem01 *p, uint64_t seed)
     FL_ASSERT_CUDA(fl_upload_f32(p->dc, p->c, p->n));
 }
 
-Test(B_fused_elementwise, scale)
+FL_TEST(B_fused_elementwise, scale)
 {
     FL_REQUIRE_GPU();
     const size_t off[N_OFF] = {0, 0, 0, 0};
@@ -442,8 +442,8 @@ static void stream_case(const part01 *part)
     problem_free(&p);
 }
 
-Test(A_vector_add, stream) { stream_case(&kPartA); }
-Test(B_fused_elementwise, stream) { stream_case(&kPartB); }
+FL_TEST(A_vector_add, stream) { stream_case(&kPartA); }
+FL_TEST(B_fused_elementwise, stream) { stream_case(&kPartB); }
 
 /* ---- more than 2^31 (2^32) elements ----------------------------------------- */
 

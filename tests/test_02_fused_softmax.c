@@ -457,7 +457,7 @@ FL_PARAM_TEST(A_rows, correct, shape02, s, kRowShapes, COUNT(kRowShapes)) { corr
  * vary, so a difference means a race (a missing __syncthreads between writing
  * shared memory and reading it) or an order that changes from run to run
  * (float atomics). 8 warps per row, so the block reduction is exercised. */
-Test(A_rows, deterministic)
+FL_TEST(A_rows, deterministic)
 {
     FL_REQUIRE_GPU();
     const shape02 s = {1024, 6000, PAT_PLAIN, 0};
@@ -517,7 +517,7 @@ static size_t count_written(const float *dy, float *host, size_t n)
     return written;
 }
 
-Test(A_rows, limits)
+FL_TEST(A_rows, limits)
 {
     FL_REQUIRE_GPU();
     const size_t n = LIMITS_N;
@@ -616,7 +616,7 @@ static int stream_check(void *ctx, char *msg, size_t len)
     return r.n_bad == 0;
 }
 
-Test(A_rows, stream)
+FL_TEST(A_rows, stream)
 {
     FL_REQUIRE_GPU();
     const shape02 s = {333, 1024, PAT_PLAIN, 0};

@@ -633,7 +633,7 @@ static void eps_cases(const part03 *const *parts, int nparts, const char *hint)
         }
 }
 
-Test(A_forward, eps)
+FL_TEST(A_forward, eps)
 {
     const part03 *parts[] = {&kPartA};
     eps_cases(parts, 1,
@@ -642,7 +642,7 @@ Test(A_forward, eps)
               "value only");
 }
 
-Test(B_backward, eps)
+FL_TEST(B_backward, eps)
 {
     const part03 *parts[] = {&kPartB, &kPartBAtomic};
     eps_cases(parts, 2,
@@ -667,7 +667,7 @@ static void large_mean_cases(const part03 *const *parts, int nparts, const char 
     }
 }
 
-Test(A_forward, large_mean)
+FL_TEST(A_forward, large_mean)
 {
     const part03 *parts[] = {&kPartA};
     large_mean_cases(parts, 1,
@@ -677,7 +677,7 @@ Test(A_forward, large_mean)
                      "a float has");
 }
 
-Test(B_backward, large_mean)
+FL_TEST(B_backward, large_mean)
 {
     const part03 *parts[] = {&kPartB, &kPartBAtomic};
     large_mean_cases(parts, 2,
@@ -777,9 +777,9 @@ static void limits_cases(const part03 *part)
     run_case(&many, part);
 }
 
-Test(A_forward, limits) { limits_cases(&kPartA); }
+FL_TEST(A_forward, limits) { limits_cases(&kPartA); }
 
-Test(B_backward, limits)
+FL_TEST(B_backward, limits)
 {
     limits_cases(&kPartB);
     limits_cases(&kPartBAtomic);
@@ -807,9 +807,9 @@ static void stream_case(const part03 *part)
     problem_free(&p);
 }
 
-Test(A_forward, stream) { stream_case(&kPartA); }
+FL_TEST(A_forward, stream) { stream_case(&kPartA); }
 
-Test(B_backward, stream)
+FL_TEST(B_backward, stream)
 {
     stream_case(&kPartB);
     stream_case(&kPartBAtomic);
@@ -890,14 +890,14 @@ static void misaligned_shape(const part03 *part, size_t R, size_t C, const misal
     problem_free(&p);
 }
 
-Test(A_forward, misaligned)
+FL_TEST(A_forward, misaligned)
 {
     FL_REQUIRE_GPU();
     misaligned_shape(&kPartA, 67, 1024, kMisFwd, sizeof kMisFwd / sizeof kMisFwd[0]);
     misaligned_shape(&kPartA, 3, LAYERNORM_MAX_COLS, kMisFwd, 1);
 }
 
-Test(B_backward, misaligned)
+FL_TEST(B_backward, misaligned)
 {
     FL_REQUIRE_GPU();
     const part03 *parts[] = {&kPartB, &kPartBAtomic};

@@ -741,7 +741,7 @@ FL_PARAM_TEST(C_transpose, misaligned, misaligned04, s, kMisaligned,
  * Four calls on the same two buffers, each with new contents in `in`: the
  * same shape again, the shape swapped (same element count), a smaller one.
  * A result kept from an earlier call (by pointer, size or shape) is stale. */
-Test(C_transpose, repeated_calls)
+FL_TEST(C_transpose, repeated_calls)
 {
     FL_REQUIRE_GPU();
     static const struct {
@@ -835,7 +835,7 @@ static int stream_check(void *ctx, char *msg, size_t len)
     return r.n_bad == 0;
 }
 
-Test(C_transpose, stream_honoured)
+FL_TEST(C_transpose, stream_honoured)
 {
     FL_REQUIRE_GPU();
     transpose_problem p;

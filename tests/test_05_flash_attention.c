@@ -540,7 +540,7 @@ FL_PARAM_TEST(B_fused_f16, tile_edges, int, d, kHeadDims, 2) { tile_edges_case(A
 static void scale_case(attn_dtype dtype)
 {
     if (fl_test_sanitizing())
-        cr_skip_test("the scale changes no memory access: the sanitizer stage runs `correct`");
+        FL_SKIP_CASE("the scale changes no memory access: the sanitizer stage runs `correct`");
     FL_REQUIRE_GPU();
     const shape05 *tab = dtype == ATTN_F16 ? kScaleF16 : kScaleF32;
     for (int i = 0; i < N_SCALES; ++i) {
@@ -554,8 +554,8 @@ static void scale_case(attn_dtype dtype)
     }
 }
 
-Test(A_fused_f32, scale) { scale_case(ATTN_F32); }
-Test(B_fused_f16, scale) { scale_case(ATTN_F16); }
+FL_TEST(A_fused_f32, scale) { scale_case(ATTN_F32); }
+FL_TEST(B_fused_f16, scale) { scale_case(ATTN_F16); }
 
 /* ---- limits: what the launchers refuse, and alignment --------------------------- */
 
@@ -688,14 +688,14 @@ static void limits_alignment(attn_dtype dtype)
     problem_free(&p0);
 }
 
-Test(A_fused_f32, limits)
+FL_TEST(A_fused_f32, limits)
 {
     FL_REQUIRE_GPU();
     limits_sizes(ATTN_F32);
     limits_alignment(ATTN_F32);
 }
 
-Test(B_fused_f16, limits)
+FL_TEST(B_fused_f16, limits)
 {
     FL_REQUIRE_GPU();
     limits_sizes(ATTN_F16);
@@ -704,7 +704,7 @@ Test(B_fused_f16, limits)
 
 /* Two runs on the same input must agree bit for bit: a missing
  * __syncthreads() shows up as a difference. */
-Test(A_fused_f32, same_result_twice)
+FL_TEST(A_fused_f32, same_result_twice)
 {
     shape05 s = {1024, 64, 1, 2, 1.0f, 0.0f};
     /* the sanitizer's racecheck looks for the same races directly */
@@ -843,7 +843,7 @@ static fl_compare_result big_check(const big05 *b, const size_t *rows, size_t nr
 static void heads_case(attn_dtype dtype)
 {
     if (fl_test_sanitizing())
-        cr_skip_test("65535 heads are too many for the sanitizer stage");
+        FL_SKIP_CASE("65535 heads are too many for the sanitizer stage");
     FL_REQUIRE_GPU();
     const char *who = who_of(dtype);
     const int seq = 7, d = 64, past = GRID_Y_MAX + 7;
@@ -902,8 +902,8 @@ static void heads_case(attn_dtype dtype)
     big_free(&b);
 }
 
-Test(A_fused_f32, batch_heads_limit) { heads_case(ATTN_F32); }
-Test(B_fused_f16, batch_heads_limit) { heads_case(ATTN_F16); }
+FL_TEST(A_fused_f32, batch_heads_limit) { heads_case(ATTN_F32); }
+FL_TEST(B_fused_f16, batch_heads_limit) { heads_case(ATTN_F16); }
 
 /* Room the huge case leaves free besides its four tensors. */
 #define HUGE_SLACK_BYTES ((double)(1ull << 30))
@@ -912,7 +912,7 @@ Test(B_fused_f16, batch_heads_limit) { heads_case(ATTN_F16); }
  * more than 2^31 (x 264 rows) where the GPU's memory does not allow that. */
 static void huge_case(attn_dtype dtype, int causal)
 {
-    if (fl_test_sanitizing()) cr_skip_test("tensors past 2^31 elements: not under the sanitizer");
+    if (fl_test_sanitizing()) FL_SKIP_CASE("tensors past 2^31 elements: not under the sanitizer");
     FL_REQUIRE_GPU();
     static const int seqs[2] = {520, 264};
     const int d = 128, bh = GRID_Y_MAX;
@@ -926,7 +926,7 @@ static void huge_case(attn_dtype dtype, int causal)
         if (need <= (double)free_b) seq = seqs[i];
     }
     if (!seq)
-        cr_skip_test("needs %.1f GiB of free device memory (Q, K, V and O of more than 2^31 "
+        FL_SKIP_CASE("needs %.1f GiB of free device memory (Q, K, V and O of more than 2^31 "
                      "%s elements each); this GPU has %.1f GiB free",
                      need / 1073741824.0, dtype == ATTN_F16 ? "float16" : "float32",
                      (double)free_b / 1073741824.0);
@@ -965,8 +965,8 @@ static void huge_case(attn_dtype dtype, int causal)
     big_free(&b);
 }
 
-Test(A_fused_f32, huge) { huge_case(ATTN_F32, 1); }
-Test(B_fused_f16, huge) { huge_case(ATTN_F16, 0); }
+FL_TEST(A_fused_f32, huge) { huge_case(ATTN_F32, 1); }
+FL_TEST(B_fused_f16, huge) { huge_case(ATTN_F16, 0); }
 
 /* ---- the stream ------------------------------------------------------------------- */
 
@@ -1021,7 +1021,7 @@ static int stream_check(void *c, char *msg, size_t len)
 static void stream_case(attn_dtype dtype)
 {
     if (fl_test_sanitizing())
-        cr_skip_test("the sanitizer runs one kernel at a time: the stream check needs the "
+        FL_SKIP_CASE("the sanitizer runs one kernel at a time: the stream check needs the "
                      "default stream held while the launcher's stream runs");
     FL_REQUIRE_GPU();
     shape05 s = {256, 64, 1, 4, 1.0f, 0.0f};
@@ -1039,8 +1039,8 @@ static void stream_case(attn_dtype dtype)
     problem_free(&p);
 }
 
-Test(A_fused_f32, stream) { stream_case(ATTN_F32); }
-Test(B_fused_f16, stream) { stream_case(ATTN_F16); }
+FL_TEST(A_fused_f32, stream) { stream_case(ATTN_F32); }
+FL_TEST(B_fused_f16, stream) { stream_case(ATTN_F16); }
 
 /* ---- B_fused_f16: float16's range edges -------------------------------------------- */
 
@@ -1069,10 +1069,10 @@ static const range05 kRanges[] = {
 };
 #define N_RANGES (sizeof kRanges / sizeof kRanges[0])
 
-Test(B_fused_f16, range_edges)
+FL_TEST(B_fused_f16, range_edges)
 {
     if (fl_test_sanitizing())
-        cr_skip_test("the values change no memory access: the sanitizer stage runs `correct`");
+        FL_SKIP_CASE("the values change no memory access: the sanitizer stage runs `correct`");
     FL_REQUIRE_GPU();
     for (size_t c = 0; c < N_RANGES; ++c) {
         const range05 *rc = &kRanges[c];
@@ -1112,7 +1112,7 @@ Test(B_fused_f16, range_edges)
 
 /* ---- A_memory ----------------------------------------------------------------------- */
 
-Test(A_memory, no_seq_squared_buffer)
+FL_TEST(A_memory, no_seq_squared_buffer)
 {
     FL_REQUIRE_GPU();
     size_t free0 = 0, total = 0;
@@ -1223,7 +1223,7 @@ FL_PARAM_TEST(baseline, f16, shape05, s, kShapesF16, N_F16) { baseline_f16_case(
  * the GPU still works afterwards. (The size checks need no GPU, but a lesson
  * whose only checks that ran are CPU ones would read as passed in
  * `./lab check` on a machine without one.) */
-Test(baseline, refuses_what_does_not_fit)
+FL_TEST(baseline, refuses_what_does_not_fit)
 {
     FL_REQUIRE_GPU();
     cr_assert(attention_unfused_workspace_bytes(ATTN_F32, 2, 1024) == (size_t)2 * 2 * 1024 * 1024 * 4,

@@ -599,8 +599,19 @@ static void read_all(const char *path, char *buf, size_t cap)
 }
 
 /* This program's suite `cases` in a child: `procs` NULL, one process per
- * case; else FUSIONLAB_CASES=together with FUSIONLAB_CASES_PROCESSES=procs. */
+ * case; else FUSIONLAB_CASES=together with FUSIONLAB_CASES_PROCESSES=procs.
+ * run_child: the tests `filter` names, with FUSIONLAB_TESTS_TOGETHER=group
+ * (and FUSIONLAB_SANITIZE=1 when `sanitize`) where group is not NULL; the
+ * child must exit 0 when `must_pass`. */
+static void run_child(const char *procs, const char *filter, const char *group, int sanitize,
+                      int must_pass, cases_run *out);
 static void run_cases(const char *procs, cases_run *out)
+{
+    run_child(procs, "cases/*", NULL, 0, 1, out);
+}
+
+static void run_child(const char *procs, const char *filter, const char *group, int sanitize,
+                      int must_pass, cases_run *out)
 {
     memset(out, 0, sizeof *out);
     char dir[] = "/tmp/fl-cases-XXXXXX";
@@ -617,6 +628,10 @@ static void run_cases(const char *procs, cases_run *out)
         unsetenv("BXFI_MAP"); /* (Criterion's mark of its test processes) */
         unsetenv("FUSIONLAB_CASES");
         unsetenv("FUSIONLAB_CASES_PROCESSES");
+        unsetenv("FUSIONLAB_TESTS_TOGETHER");
+        unsetenv("FUSIONLAB_SANITIZE");
+        if (group) setenv("FUSIONLAB_TESTS_TOGETHER", group, 1);
+        if (sanitize) setenv("FUSIONLAB_SANITIZE", "1", 1);
         if (procs) {
             setenv("FUSIONLAB_CASES", "together", 1);
             setenv("FUSIONLAB_CASES_PROCESSES", procs, 1);
@@ -624,7 +639,7 @@ static void run_cases(const char *procs, cases_run *out)
         setenv("FUSIONLAB_CASES_REPORT", report, 1);
         setenv("FUSIONLAB_EVIDENCE", evidence, 1);
         setenv("FUSIONLAB_GRADE_SEED", "cases-together-test", 1);
-        execl("/proc/self/exe", "test_harness", "--verbose", "--jobs", "1", "--filter", "cases/*",
+        execl("/proc/self/exe", "test_harness", "--verbose", "--jobs", "1", "--filter", filter,
               (char *)NULL);
         _exit(127);
     }
@@ -632,17 +647,20 @@ static void run_cases(const char *procs, cases_run *out)
     cr_assert(waitpid(pid, &st, 0) == pid);
     read_all(report, out->report, sizeof out->report);
     read_all(log, out->log, sizeof out->log);
-    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child run failed (status %#x):\n%s",
-              (unsigned)st, out->log);
+    if (must_pass)
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child run failed (status %#x):\n%s",
+                  (unsigned)st, out->log);
+    else
+        cr_assert(!WIFEXITED(st) || WEXITSTATUS(st) != 0, "the child run passed:\n%s", out->log);
     FILE *f = fopen(evidence, "rb");
-    cr_assert(f != NULL, "no evidence");
+    cr_assert(f != NULL || !must_pass, "no evidence");
     fl_evidence_head h;
-    while (out->n < 8 && fread(&h, sizeof h, 1, f) == 1) {
+    while (f != NULL && out->n < 8 && fread(&h, sizeof h, 1, f) == 1) {
         out->pid[out->n] = h.pid;
         out->key[out->n++] = h.key;
         cr_assert(fseek(f, (long)(h.count * sizeof(fl_evidence_sample)), SEEK_CUR) == 0);
     }
-    fclose(f);
+    if (f != NULL) fclose(f);
     unlink(report);
     unlink(evidence);
     unlink(log);
@@ -700,4 +718,55 @@ Test(together, report_lines_evidence_pids_and_keys)
     cr_expect((uint32_t)two.pid[0] != (uint32_t)two.pid[1] &&
                   (uint32_t)two.pid[1] == (uint32_t)two.pid[2],
               "P = 2: cases 1 and 2 in one process, 3 and 4 in another");
+}
+
+/* ---- a suite's FL_TESTs in one process ------------------------------------ */
+
+/* Run by the suite `together`, below, in processes of their own: `second`
+ * skips; the others compare an output that holds their first key of
+ * fl_test_fresh_key, so the evidence says which keys each drew. */
+static void plain_compare(float scale)
+{
+    double key = (double)(fl_test_fresh_key() % 1000u);
+    float got[16];
+    double want[16];
+    for (int i = 0; i < 16; ++i) got[i] = (float)(want[i] = scale * i + key);
+    fl_compare_opts o = fl_compare_defaults("y", 0, 0);
+    cr_assert_eq(fl_compare_f32(got, want, 16, &o).n_bad, 0);
+}
+
+TestSuite(plain, .timeout = 10);
+
+FL_TEST(plain, first) { plain_compare(1.0f); }
+FL_TEST(plain, second) { FL_SKIP_CASE("skipped on purpose"); }
+FL_TEST(plain, third) { plain_compare(3.0f); }
+
+/* Under the sanitizer stage, FUSIONLAB_TESTS_TOGETHER runs the named tests
+ * in the first one's process, each meeting the keys it meets alone, and
+ * says so in one line; a test that skips does not end the run; a name that
+ * is no FL_TEST fails it; outside the sanitizer stage the variable does
+ * nothing. */
+Test(together, fl_tests_in_one_process)
+{
+    const char *group = "plain/first,plain/second,plain/third";
+    cases_run apart, one, outside, unknown;
+    run_child(NULL, "plain/*", NULL, 1, 1, &apart);
+    run_child(NULL, "plain/first", group, 1, 1, &one);
+    run_child(NULL, "plain/first", group, 0, 1, &outside);
+    run_child(NULL, "plain/first", "plain/first,plain/nope", 1, 0, &unknown);
+
+    cr_expect(strstr(one.log, "fusion-lab: plain/first: 3 tests in one process (2 ran, 1 skipped)")
+                  != NULL, "no line for the tests together:\n%s", one.log);
+    cr_expect(strstr(one.log, "[PASS] plain::first") != NULL, "the run did not pass:\n%s", one.log);
+    cr_assert_eq(apart.n, 2);
+    cr_assert_eq(one.n, 2, "the tests together left %d records, not 2:\n%s", one.n, one.log);
+    cr_expect(one.key[0] == apart.key[0] && one.key[1] == apart.key[1],
+              "a test drew other keys together than alone");
+    cr_expect((uint32_t)one.pid[0] == (uint32_t)one.pid[1], "the tests ran in two processes");
+    cr_expect((uint32_t)apart.pid[0] != (uint32_t)apart.pid[1], "apart: one process");
+
+    cr_expect(strstr(outside.log, "tests in one process") == NULL && outside.n == 1,
+              "FUSIONLAB_TESTS_TOGETHER took effect outside the sanitizer stage:\n%s", outside.log);
+    cr_expect(strstr(unknown.log, "FUSIONLAB_TESTS_TOGETHER names plain/nope, which is no FL_TEST")
+                  != NULL, "an unknown name did not fail the run:\n%s", unknown.log);
 }

@@ -46,9 +46,9 @@ for src in "$course"/tests/test_[0-9][0-9]_*.c; do
                 s = substr(s, RSTART + RLENGTH)
             }
         }
-        /^(Parameterized)?Test\(/ {
+        /^(ParameterizedTest|Test|FL_TEST|FL_PARAM_TEST)\(/ {
             line = $0
-            sub(/^(Parameterized)?Test\(/, "", line)
+            sub(/^(ParameterizedTest|Test|FL_TEST|FL_PARAM_TEST)\(/, "", line)
             if ($0 ~ /^ParameterizedTest\(/) sub(/^[^,]*, */, "", line)
             n = split(line, p, /, */)
             suite = p[1]; test = p[2]; sub(/[ ){].*$/, "", test)
