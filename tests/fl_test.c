@@ -164,8 +164,24 @@ static struct {
     const char *test;
     size_t n, share, lo, hi, next, ran, skipped;
     int active; /* inside a case of the loop */
+    const char *what; /* "case" (an FL_PARAM_TEST's) or "test" (a suite's FL_TESTs) */
     char why[256];
 } g_cases;
+
+/* A loop over cases [lo, hi) of n starts. */
+static void cases_start(const char *test, const char *what, size_t n, size_t share, size_t lo,
+                        size_t hi)
+{
+    g_cases.test = test;
+    g_cases.what = what;
+    g_cases.n = n;
+    g_cases.share = share;
+    g_cases.lo = g_cases.next = lo;
+    g_cases.hi = hi;
+    g_cases.ran = g_cases.skipped = 0;
+    g_cases.active = 0;
+    g_cases.why[0] = '\0';
+}
 
 int fl_cases_begin(const char *test, size_t n, size_t share)
 {
@@ -173,15 +189,7 @@ int fl_cases_begin(const char *test, size_t n, size_t share)
     size_t p = cases_processes(n);
     cr_assert(share < p, "%s: share %zu of %zu: the runner and the test process count the "
               "cases differently", test, share, p);
-    g_cases.test = test;
-    g_cases.n = n;
-    g_cases.share = share;
-    g_cases.lo = share * n / p;
-    g_cases.hi = (share + 1) * n / p;
-    g_cases.next = g_cases.lo;
-    g_cases.ran = g_cases.skipped = 0;
-    g_cases.active = 0;
-    g_cases.why[0] = '\0';
+    cases_start(test, "case", n, share, share * n / p, (share + 1) * n / p);
     return 1;
 }
 
@@ -213,13 +221,16 @@ int fl_cases_skip(const char *fmt, ...)
 
 void fl_cases_end(void)
 {
-    fprintf(stderr, "fusion-lab: %s: %zu cases in one process (%zu ran, %zu skipped)\n",
-            g_cases.test, g_cases.hi - g_cases.lo, g_cases.ran, g_cases.skipped);
+    fprintf(stderr, "fusion-lab: %s: %zu %ss in one process (%zu ran, %zu skipped)\n",
+            g_cases.test, g_cases.hi - g_cases.lo, g_cases.what, g_cases.ran, g_cases.skipped);
     fflush(stderr);
-    cases_report("ran %s %zu %zu %zu %zu\n", g_cases.test, g_cases.n, g_cases.share,
-                 g_cases.ran, g_cases.skipped);
-    if (g_cases.ran == 0)
-        cr_skip_test("%s", g_cases.why[0] ? g_cases.why : "every case skipped");
+    if (strcmp(g_cases.what, "case") == 0) /* (the report counts FL_PARAM_TESTs' cases) */
+        cases_report("ran %s %zu %zu %zu %zu\n", g_cases.test, g_cases.n, g_cases.share,
+                     g_cases.ran, g_cases.skipped);
+    if (g_cases.ran == 0 && g_cases.why[0])
+        cr_skip_test("%s", g_cases.why);
+    else if (g_cases.ran == 0)
+        cr_skip_test("every %s skipped", g_cases.what);
 }
 
 void fl_cases_keys_from(size_t index)
@@ -255,30 +266,20 @@ static void (*tests_find(const char *id, size_t len))(void)
 }
 
 /* The leader's process of a suite's FL_TESTs together: each named test in
- * turn, as the cases of an FL_PARAM_TEST together (fl_cases_*). */
+ * turn, through the loop of an FL_PARAM_TEST's cases together (fl_cases_*). */
 static void tests_together(const char *leader)
 {
-    const char *list = g_tests_together;
     size_t n = 1;
-    for (const char *c = list; *c; ++c) n += *c == ',';
-    g_cases.test = leader;
-    g_cases.n = n;
-    g_cases.share = 0;
-    g_cases.lo = g_cases.next = 0;
-    g_cases.hi = n;
-    g_cases.ran = g_cases.skipped = 0;
-    g_cases.active = 0;
-    g_cases.why[0] = '\0';
-    const char *at = list;
-    for (size_t i = 0; i < n; ++i) {
+    for (const char *c = g_tests_together; *c; ++c) n += *c == ',';
+    cases_start(leader, "test", n, 0, 0, n);
+    const char *volatile at = g_tests_together; /* (live across setjmp) */
+    while (fl_cases_next() != (size_t)-1) {
         size_t len = strcspn(at, ",");
-        void (*body)(void) = tests_find(at, len);
+        void (*volatile body)(void) = tests_find(at, len);
         cr_assert(body != NULL, "FUSIONLAB_TESTS_TOGETHER names %.*s, which is no FL_TEST of "
                   "this program", (int)len, at);
         at += len + (at[len] == ',');
-        g_cases.active = 1;
-        g_cases.next = i + 1; /* the evidence's case number (cases_current) */
-        g_key_calls = 0;      /* the keys of a process of its own */
+        g_key_calls = 0; /* the keys of a process of its own */
         if (setjmp(fl_cases_jmp) == 0) {
             body();
             fl_cases_ran();
@@ -286,11 +287,7 @@ static void tests_together(const char *leader)
             (void)cudaGetLastError();
         }
     }
-    fprintf(stderr, "fusion-lab: %s: %zu tests in one process (%zu ran, %zu skipped)\n", leader,
-            n, g_cases.ran, g_cases.skipped);
-    fflush(stderr);
-    if (g_cases.ran == 0)
-        cr_skip_test("%s", g_cases.why[0] ? g_cases.why : "every test skipped");
+    fl_cases_end();
 }
 
 void fl_tests_run(const char *id, void (*body)(void))
