@@ -354,7 +354,7 @@ __global__ void __launch_bounds__(1024)
 
 //@{
 // ============================================================================
-// Going further (the worked solution only): short rows, one warp or four warps a row
+// Going further (the worked solution only): short rows, one warp or 128-512 threads a row
 // ============================================================================
 //
 // A row of at most kWarpMaxCols floats fits in one warp's registers (8
@@ -372,7 +372,7 @@ __global__ void __launch_bounds__(1024)
 // block size, 4096 x 256 from 5.70 to 4.38 us (75% to 97% of a copy of the
 // same bytes) and 4096 x 1024 from 10.3 to 9.25 us; the float4 middle then
 // took 1823 x 781 from 6.4 to 5.8 us and 4096 x 1023 from 10.7 to 9.7 us.
-// From 2048 columns on, softmax_rows_kernel already runs at the copy's speed.
+// Rows of 513-4096 floats go to softmax_short_rows_kernel (below).
 static const int kWarpRows = 4;
 static const size_t kWarpMaxCols = (size_t)4 * kSlots * 32; // 1024
 
@@ -450,27 +450,32 @@ __global__ void __launch_bounds__(128)
     else softmax_warp_row(xr, yr, cols, WARP_SCALAR);
 }
 
-// Rows of kWarpMaxCols / 2 + 1 to kWarpMaxCols floats go four warps a row
-// instead. In one warp such a row is 8 float4s a lane, and the warp kernel
-// takes 56 registers a thread: 36 of an SM's 64 warps fit. Over 128 threads
-// the row is a fixed two float4s a thread (aligned rows: float4s t and
-// t + 128) or eight floats (any row: columns t + 128k, each warp's loads
-// still one contiguous span); the kernel takes 22 registers and all 64 warps
-// fit, so one wave of rows reads while the one before it writes. The price
-// is two reductions across the block: shuffles, then the four warps'
-// results in shared memory and one barrier each. Measured on an H100 with
-// the course's protocol (plots/reference/logs/softmax-shapes-h100.log):
-// 4096 x 1024 from 11.5 to 11.0 us, 1823 x 781 from 6.4 to 5.9 us; at 512
+// Rows of kWarpMaxCols / 2 + 1 to kShortMaxCols floats go T threads a row
+// instead (T = 128, 256 or 512: the fewest that hold the row at eight floats
+// a thread). In one warp a row of 513-1024 floats is 8 float4s a lane, and
+// the warp kernel takes 56 registers a thread: 36 of an SM's 64 warps fit;
+// softmax_rows_kernel keeps 50-54 for its slot loop. Here the row is a
+// fixed two float4s a thread (aligned rows: float4s t and t + T) or eight
+// floats (any row: columns t + T k, each warp's loads still one contiguous
+// span); the kernel takes 22, 26 and 32 registers at T = 128, 256 and 512,
+// so all 64 warps fit and one wave of rows reads while the one before it
+// writes. The price is two reductions across the block: shuffles, then the
+// warps' results in shared memory and one barrier each. Measured on an H100
+// with the course's protocol (plots/reference/logs/softmax-shapes-h100.log):
+// T = 128 took 4096 x 1024 from 11.5 to 11.0 us and 1823 x 781 from 6.4 to
+// 5.9 us; T = 256 and 512 took 4096 x 2048 from 20.1 to 19.6 us and 4096 x
+// 4096 from 42.2 to 41.8 us (Triton's kernel: 19.8 and 41.9 us). At 512
 // columns and fewer the warp kernel is as fast or faster (4096 x 256: 5.4
-// against 5.6 us), and the block kernel at these threads a row is slower
-// than either (12.3 us at 4096 x 1024: its slot loop keeps 50-54 registers).
-static const int kShortThreads = 128; // x 8 floats = kWarpMaxCols
+// against 5.6 us).
+static const size_t kShortMaxCols = 4096; // 512 threads x 8 floats
 
-__global__ void __launch_bounds__(128)
+template <int T>
+__global__ void __launch_bounds__(T)
     softmax_short_rows_kernel(const float *__restrict__ x, float *__restrict__ y, int cols,
                               int vec)
 {
-    __shared__ float partial[2][kShortThreads / 32];
+    const int kWarps = T / 32;
+    __shared__ float partial[2][kWarps];
     const float *xr = x + (size_t)blockIdx.x * cols;
     float *yr = y + (size_t)blockIdx.x * cols;
     int t = threadIdx.x, lane = t % 32, warp = t / 32;
@@ -479,13 +484,13 @@ __global__ void __launch_bounds__(128)
         int nb = cols / 4;
         float4 a = make_float4(-FLT_MAX, -FLT_MAX, -FLT_MAX, -FLT_MAX), b = a;
         if (t < nb) a = ((const float4 *)xr)[t];
-        if (t + kShortThreads < nb) b = ((const float4 *)xr)[t + kShortThreads];
+        if (t + T < nb) b = ((const float4 *)xr)[t + T];
         v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
         v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
     } else {
 #pragma unroll
         for (int k = 0; k < 8; ++k) {
-            int c = t + kShortThreads * k;
+            int c = t + T * k;
             v[k] = c < cols ? xr[c] : -FLT_MAX;
         }
     }
@@ -495,7 +500,9 @@ __global__ void __launch_bounds__(128)
     m = warp_max(m);
     if (lane == 0) partial[0][warp] = m;
     __syncthreads();
-    m = fmaxf(fmaxf(partial[0][0], partial[0][1]), fmaxf(partial[0][2], partial[0][3]));
+    m = partial[0][0];
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w) m = fmaxf(m, partial[0][w]);
     float d = 0.0f;
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
@@ -505,17 +512,19 @@ __global__ void __launch_bounds__(128)
     d = warp_sum(d);
     if (lane == 0) partial[1][warp] = d;
     __syncthreads();
-    float inv = 1.0f / ((partial[1][0] + partial[1][1]) + (partial[1][2] + partial[1][3]));
+    float sum = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) sum += partial[1][w]; // every thread, the same order
+    float inv = 1.0f / sum;
     if (vec) {
         int nb = cols / 4;
         if (t < nb) ((float4 *)yr)[t] = make_float4(v[0] * inv, v[1] * inv, v[2] * inv, v[3] * inv);
-        if (t + kShortThreads < nb)
-            ((float4 *)yr)[t + kShortThreads] =
-                make_float4(v[4] * inv, v[5] * inv, v[6] * inv, v[7] * inv);
+        if (t + T < nb)
+            ((float4 *)yr)[t + T] = make_float4(v[4] * inv, v[5] * inv, v[6] * inv, v[7] * inv);
     } else {
 #pragma unroll
         for (int k = 0; k < 8; ++k) {
-            int c = t + kShortThreads * k;
+            int c = t + T * k;
             if (c < cols) yr[c] = v[k] * inv;
         }
     }
@@ -668,9 +677,12 @@ EXTERN_C cudaError_t softmax_fused(const float *x, float *y, size_t rows, size_t
     // pointers and a whole number of float4s per row.
     int vec = cols % 4 == 0 && FL_ALIGNED16(x) && FL_ALIGNED16(y);
 //@{
-    if (cols > kWarpMaxCols / 2 && cols <= kWarpMaxCols) { // going further: four warps a row
-        softmax_short_rows_kernel<<<(unsigned int)rows, kShortThreads, 0, stream>>>(x, y,
-                                                                                (int)cols, vec);
+    if (cols > kWarpMaxCols / 2 && cols <= kShortMaxCols) { // going further: 8 floats a thread
+        unsigned int r = (unsigned int)rows;
+        int c = (int)cols;
+        if (cols <= 1024) softmax_short_rows_kernel<128><<<r, 128, 0, stream>>>(x, y, c, vec);
+        else if (cols <= 2048) softmax_short_rows_kernel<256><<<r, 256, 0, stream>>>(x, y, c, vec);
+        else softmax_short_rows_kernel<512><<<r, 512, 0, stream>>>(x, y, c, vec);
         CUDA_CHECK_LAST();
         return cudaSuccess;
     }
