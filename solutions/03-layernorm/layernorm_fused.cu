@@ -257,6 +257,79 @@ layernorm_fwd_kernel(const float *x, const float *weight, const float *bias, flo
 // Part B — backward kernels
 // ============================================================================
 
+//@{
+// What both backward kernels of the worked solution do with a row (the
+// second, layernorm_bwd_regs_kernel, is under "going further" below).
+
+// Row `row` of x and dy into registers (slots), and its mean and rstd.
+__device__ __forceinline__ void ln_bwd_load(float xv[BWD_SLOTS][4], float gv[BWD_SLOTS][4],
+                                            float *mu, float *rs, const float *x,
+                                            const float *dy, const float *mean,
+                                            const float *rstd, size_t row, bool live, int cols,
+                                            int vec4)
+{
+    const size_t off = (live ? row : 0) * (size_t)cols;
+#pragma unroll
+    for (int k = 0; k < BWD_SLOTS; ++k) {
+        ln_load(xv[k], x + off, k, cols, vec4, live);
+        ln_load(gv[k], dy + off, k, cols, vec4, live);
+    }
+    *mu = live ? mean[row] : 0.0f;
+    *rs = live ? rstd[row] : 0.0f;
+}
+
+// xh = xhat and g = dy * w of the row in registers, sg and sgx this
+// thread's shares of sum(g) and sum(g * xhat): the row's sums (ln_row_sum2,
+// which synchronises the block), then
+//   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
+// stored into `dx_row`.
+__device__ __forceinline__ void ln_bwd_dx(float *dx_row, const float xh[BWD_SLOTS][4],
+                                          const float g[BWD_SLOTS][4], float sg, float sgx,
+                                          float rs, int cols, int vec4, bool live, float2 *red)
+{
+    const float2 t = ln_row_sum2(sg, sgx, red);
+    const float mg = t.x / (float)cols;  // mean(g)
+    const float mgx = t.y / (float)cols; // mean(g * xhat)
+#pragma unroll
+    for (int k = 0; k < BWD_SLOTS; ++k) {
+        float o[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) o[j] = rs * (g[k][j] - mg - xh[k][j] * mgx);
+        ln_store(o, dx_row, k, cols, vec4, live);
+    }
+}
+
+// Once every row slot's sums are in acc ([2][R][cols]: dweight's R rows,
+// then dbias's) and the block has synchronised: each column's R slots added
+// in a fixed order (slot 0, 1, ...), a column per thread, neighbouring
+// threads on neighbouring columns (coalesced), and the sums written as
+// partial row blockIdx.x (atomic == 0) or added into part_dw = dweight and
+// part_db = dbias.
+__device__ __forceinline__ void ln_bwd_combine(const float *acc, int cols, float *part_dw,
+                                               float *part_db, int atomic)
+{
+    const int R = (int)blockDim.y;
+    const int nthreads = (int)(blockDim.x * blockDim.y);
+    for (int c = (int)(threadIdx.y * blockDim.x + threadIdx.x); c < cols; c += nthreads) {
+        float sw = 0.0f, sb = 0.0f;
+        for (int s = 0; s < R; ++s) {
+            sw += acc[(size_t)s * cols + c];
+            sb += acc[(size_t)(R + s) * cols + c];
+        }
+        if (atomic) {
+            // The order in which blocks arrive here changes from run to run,
+            // and float addition is not associative: so do the last bits.
+            atomicAdd(part_dw + c, sw);
+            atomicAdd(part_db + c, sb);
+        } else {
+            part_dw[(size_t)blockIdx.x * cols + c] = sw;
+            part_db[(size_t)blockIdx.x * cols + c] = sb;
+        }
+    }
+}
+
+//@ guided
+//@}
 // dy, x, dx are (rows, cols); weight (cols); mean, rstd (rows).
 //@{
 // A persistent grid: block b handles rows b*R + ty, then (b + G)*R + ty, ...
@@ -313,16 +386,8 @@ layernorm_bwd_kernel(const float *dy, const float *x, const float *weight,
     for (size_t it = blockIdx.x; it * R < rows; it += gridDim.x) {
         const size_t row = it * R + threadIdx.y;
         const bool live = row < rows;
-        const size_t off = (live ? row : 0) * (size_t)cols;
-
-        float xv[BWD_SLOTS][4], gv[BWD_SLOTS][4];
-#pragma unroll
-        for (int k = 0; k < BWD_SLOTS; ++k) {
-            ln_load(xv[k], x + off, k, cols, vec4, live);
-            ln_load(gv[k], dy + off, k, cols, vec4, live);
-        }
-        const float mu = live ? mean[row] : 0.0f;
-        const float rs = live ? rstd[row] : 0.0f;
+        float xv[BWD_SLOTS][4], gv[BWD_SLOTS][4], mu, rs;
+        ln_bwd_load(xv, gv, &mu, &rs, x, dy, mean, rstd, row, live, cols, vec4);
 
         float sg = 0.0f, sgx = 0.0f;
 #pragma unroll
@@ -363,38 +428,11 @@ layernorm_bwd_kernel(const float *dy, const float *x, const float *weight,
                 gv[k][j] = g;
             }
         }
-        const float2 t = ln_row_sum2(sg, sgx, red);
-        const float mg = t.x / (float)cols;  // mean(g)
-        const float mgx = t.y / (float)cols; // mean(g * xhat)
-#pragma unroll
-        for (int k = 0; k < BWD_SLOTS; ++k) {
-            float o[4];
-#pragma unroll
-            for (int j = 0; j < 4; ++j) o[j] = rs * (gv[k][j] - mg - xv[k][j] * mgx);
-            ln_store(o, dx + off, k, cols, vec4, live);
-        }
+        ln_bwd_dx(dx + (live ? row : 0) * (size_t)cols, xv, gv, sg, sgx, rs, cols, vec4, live, red);
     }
 
     __syncthreads(); // every row slot's accumulators are final
-    // Combine the R row slots in a fixed order (slot 0, 1, ...), a column per
-    // thread, neighbouring threads on neighbouring columns (coalesced).
-    const int nthreads = (int)(blockDim.x * blockDim.y);
-    for (int c = (int)(threadIdx.y * blockDim.x + threadIdx.x); c < cols; c += nthreads) {
-        float sw = 0.0f, sb = 0.0f;
-        for (int s = 0; s < R; ++s) {
-            sw += acc[(size_t)s * cols + c];
-            sb += acc[(size_t)(R + s) * cols + c];
-        }
-        if (atomic) {
-            // The order in which blocks arrive here changes from run to run,
-            // and float addition is not associative: so do the last bits.
-            atomicAdd(part_dw + c, sw);
-            atomicAdd(part_db + c, sb);
-        } else {
-            part_dw[(size_t)blockIdx.x * cols + c] = sw;
-            part_db[(size_t)blockIdx.x * cols + c] = sb;
-        }
-    }
+    ln_bwd_combine(acc, cols, part_dw, part_db, atomic);
 //@ guided
 //|     // TODO(B1): the partial sums live in shared memory, one (cols) array of
 //|     //           each per row of threads:
@@ -523,6 +561,148 @@ EXTERN_C cudaError_t layernorm_fwd_fused(const float *x, const float *weight,
 //@]
 }
 //@[
+//@{
+
+// ---- going further: the backward's column sums in registers -----------------
+//
+// A thread handles the same columns (its slots) in every row it visits, so
+// its share of dweight and dbias can stay in registers for the whole loop,
+// where layernorm_bwd_kernel adds them into shared memory row after row.
+// Shared memory then serves once, at the end, to add the R row slots of the
+// block in a fixed order: the same partial rows, the same bits every run.
+// The cost is registers: 32 more per thread (115-128 in all), so at most 512
+// threads per SM (against 1024), which is still enough loads in flight: each
+// thread has 32 floats of x and dy on the way. Rows of up to 8192 floats,
+// whose row of threads is at most 512 wide; longer rows (1024-thread blocks)
+// go to layernorm_bwd_kernel. Measured on an H100 at 4096 x 4096 with the
+// course's protocol: 72.8 us against 78.5 (lesson 03's README, "Going
+// further").
+template <bool V4>
+__global__ void __launch_bounds__(512, 1)
+layernorm_bwd_regs_kernel(const float *dy, const float *x, const float *weight,
+                          const float *mean, const float *rstd, float *dx, float *part_dw,
+                          float *part_db, size_t rows, int cols, int atomic)
+{
+    const int vec4 = V4;
+    extern __shared__ float4 acc_mem[]; // the combine at the end: [2][R][cols]
+    float *acc = (float *)acc_mem;
+    __shared__ float2 red[32];
+    const int R = (int)blockDim.y;
+
+    float sum_dw[BWD_SLOTS][4], sum_db[BWD_SLOTS][4];
+#pragma unroll
+    for (int k = 0; k < BWD_SLOTS; ++k)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) sum_dw[k][j] = sum_db[k][j] = 0.0f;
+
+    for (size_t it = blockIdx.x; it * R < rows; it += gridDim.x) {
+        const size_t row = it * R + threadIdx.y;
+        const bool live = row < rows;
+        float xv[BWD_SLOTS][4], gv[BWD_SLOTS][4], mu, rs;
+        ln_bwd_load(xv, gv, &mu, &rs, x, dy, mean, rstd, row, live, cols, vec4);
+
+        float sg = 0.0f, sgx = 0.0f;
+#pragma unroll
+        for (int k = 0; k < BWD_SLOTS; ++k) {
+            float w[4];
+            ln_load(w, weight, k, cols, vec4, true);
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const float xh = (xv[k][j] - mu) * rs;
+                sum_dw[k][j] += gv[k][j] * xh; // padding has dy = 0: adds 0
+                sum_db[k][j] += gv[k][j];
+                const float g = gv[k][j] * w[j];
+                sg += g;
+                sgx += g * xh;
+                xv[k][j] = xh;
+                gv[k][j] = g;
+            }
+        }
+        ln_bwd_dx(dx + (live ? row : 0) * (size_t)cols, xv, gv, sg, sgx, rs, cols, vec4, live, red);
+    }
+
+    // each row slot's sums into shared memory, then the fixed-order combine
+    float *acc_dw = acc + (size_t)threadIdx.y * cols;
+    float *acc_db = acc + (size_t)(R + threadIdx.y) * cols;
+#pragma unroll
+    for (int k = 0; k < BWD_SLOTS; ++k)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const int c = ln_col(k, j, vec4);
+            if (c < cols) {
+                acc_dw[c] = sum_dw[k][j];
+                acc_db[c] = sum_db[k][j];
+            }
+        }
+    __syncthreads();
+    ln_bwd_combine(acc, cols, part_dw, part_db, atomic);
+}
+
+// Rows of up to 8192 floats (a row of at most 512 threads): the launch of
+// layernorm_bwd_regs_kernel, with the grid of bwd_launch below but at most
+// 512 threads per SM (its registers allow no more), in blocks of 256 (512
+// for rows of 4097-8192 floats); on an H100, blocks of 512, one per SM, were
+// up to 6% slower. *grid_out = 0: the row is too long for it.
+static const int kRegsThreadsPerSm = 512;
+static const size_t kRegsThreadsPerBlock = 256;
+static const unsigned int kRegsMaxRowThreads = 512;
+
+typedef void (*bwd_regs_fn)(const float *, const float *, const float *, const float *,
+                            const float *, float *, float *, float *, size_t, int, int);
+
+static cudaError_t bwd_launch_regs(const float *dy, const float *x, const float *weight,
+                                   const float *mean, const float *rstd, float *dx,
+                                   float *out_dw, float *out_db, size_t rows, size_t cols,
+                                   int atomic, int *grid_out, cudaStream_t stream)
+{
+    *grid_out = 0;
+    dim3 block;
+    CUDA_CHECK(ln_plan(cols, BWD_SLOTS, kRegsThreadsPerBlock, &block));
+    if (block.x > kRegsMaxRowThreads) return cudaSuccess;
+    int threads = (int)(block.x * block.y);
+    size_t smem = 2 * (size_t)block.y * cols * sizeof(float);
+    int vec4 = cols % 4 == 0 && FL_ALIGNED16(dy) && FL_ALIGNED16(x) && FL_ALIGNED16(weight) &&
+               FL_ALIGNED16(dx);
+    bwd_regs_fn kernel = vec4 ? layernorm_bwd_regs_kernel<true> : layernorm_bwd_regs_kernel<false>;
+    // as in bwd_launch: opt in past 48 KiB once per new maximum (a row this
+    // GPU cannot hold goes on to bwd_launch, which says so), and remember the
+    // occupancy of the last (threads, smem) of each layout
+    static size_t opted_in[2];
+    static int last_threads[2] = {-1, -1}, last_per_sm[2];
+    static size_t last_smem[2];
+    if (smem > opted_in[vec4]) {
+        int dev = 0, optin = 0;
+        CUDA_CHECK(cudaGetDevice(&dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+        if (smem + 1024 > (size_t)optin) return cudaSuccess; // 1 KiB: the static red[32]
+        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)smem));
+        opted_in[vec4] = smem;
+    }
+    if (threads != last_threads[vec4] || smem != last_smem[vec4]) {
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&last_per_sm[vec4], kernel,
+                                                                 threads, smem));
+        last_threads[vec4] = threads;
+        last_smem[vec4] = smem;
+    }
+    if (last_per_sm[vec4] < 1) return cudaErrorInvalidConfiguration;
+    int per_sm = kRegsThreadsPerSm / threads;
+    if (per_sm < 1) per_sm = 1;
+    if (per_sm > last_per_sm[vec4]) per_sm = last_per_sm[vec4];
+    unsigned int grid = fl_grid_blocks(rows, (int)block.y, per_sm);
+    if (grid > LAYERNORM_MAX_PARTIALS) grid = LAYERNORM_MAX_PARTIALS;
+    if (atomic) {
+        CUDA_CHECK(cudaMemsetAsync(out_dw, 0, cols * sizeof(float), stream));
+        CUDA_CHECK(cudaMemsetAsync(out_db, 0, cols * sizeof(float), stream));
+    }
+    kernel<<<grid, block, smem, stream>>>(dy, x, weight, mean, rstd, dx, out_dw, out_db, rows,
+                                          (int)cols, atomic);
+    CUDA_CHECK_LAST();
+    *grid_out = (int)grid;
+    return cudaSuccess;
+}
+//@ guided
+//@}
 
 // The persistent grid of the backward: as many blocks as fit on the GPU at
 // once, but no more than ~1024 threads per SM (enough loads in flight to
@@ -539,6 +719,13 @@ static cudaError_t bwd_launch(const float *dy, const float *x, const float *weig
                               float *out_dw, float *out_db, size_t rows, size_t cols,
                               int atomic, int *grid_out, cudaStream_t stream)
 {
+//@{
+    // going further: rows of up to 8192 floats to layernorm_bwd_regs_kernel
+    CUDA_CHECK(bwd_launch_regs(dy, x, weight, mean, rstd, dx, out_dw, out_db, rows, cols, atomic,
+                               grid_out, stream));
+    if (*grid_out > 0) return cudaSuccess;
+//@ guided
+//@}
     dim3 block;
     CUDA_CHECK(ln_plan(cols, BWD_SLOTS, kBwdThreadsPerBlock, &block));
     int threads = (int)(block.x * block.y);
