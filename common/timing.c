@@ -283,21 +283,78 @@ done:
     return err;
 }
 
-/* Read once, before main and so before any code of a student's runs: a
- * launcher that rewrote its process's environment in place later must not
- * switch the audit's leniency on in a graded run. */
-static int g_timing_audit = -1;
+/* The switches below are read once, before main and so before any code of a
+ * student's runs: a launcher that rewrote its process's environment in place
+ * later must not switch the audit's leniency on in a graded run, nor the
+ * timing off. Each is on when its variable is set and not "0". */
+static int g_timing_audit = -1, g_timing_untimed = -1;
 
-__attribute__((constructor)) static void timing_audit_init(void)
+static int env_switch(const char *name)
 {
-    const char *audit = getenv("FUSIONLAB_TIMING_AUDIT");
-    g_timing_audit = audit != NULL && audit[0] != '\0' && strcmp(audit, "0") != 0;
+    const char *v = getenv(name);
+    return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
+}
+
+__attribute__((constructor)) static void timing_switches_init(void)
+{
+    g_timing_audit = env_switch("FUSIONLAB_TIMING_AUDIT");
+    g_timing_untimed = env_switch("FUSIONLAB_TIMING_UNTIMED");
 }
 
 int fl_timing_audit(void)
 {
-    if (g_timing_audit < 0) timing_audit_init();
+    if (g_timing_audit < 0) timing_switches_init();
     return g_timing_audit;
+}
+
+int fl_timing_untimed(void)
+{
+    if (g_timing_untimed < 0) timing_switches_init();
+    return g_timing_untimed;
+}
+
+/* fl_timing_untimed(): every run of the protocol in time_all's order (each
+ * variant's warm-ups, variant after variant, then the samples, variant
+ * (i + r) % nv), each prepared, run and, with check_each, checked as
+ * check_run does; then each variant's final check. Nothing is timed: the
+ * checks draw the same keys, in the same order, as in a timed run. */
+static cudaError_t untimed_run(const fl_variant *v, cudaStream_t st)
+{
+    if (v->prepare) CUDA_CHECK(v->prepare(v->ctx, st));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(v->run(v->ctx, st));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return cudaSuccess;
+}
+
+static cudaError_t run_untimed(const fl_variant *v, int nv, const fl_timing_opts *o,
+                               fl_timing *out)
+{
+    for (int k = 0; k < nv; ++k) memset(&out[k], 0, sizeof out[k]);
+    cudaStream_t st;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    cudaError_t err = cudaSuccess;
+    for (int k = 0; k < nv && err == cudaSuccess; ++k)
+        for (int w = 0; w < o->warmup && err == cudaSuccess; ++w) {
+            err = untimed_run(&v[k], st);
+            if (err == cudaSuccess) check_run(o, &v[k], &out[k], w + 1);
+        }
+    for (int i = 0; i < o->samples && err == cudaSuccess; ++i)
+        for (int r = 0; r < nv && err == cudaSuccess; ++r) {
+            int k = (i + r) % nv;
+            err = untimed_run(&v[k], st);
+            if (err == cudaSuccess) check_run(o, &v[k], &out[k], o->warmup + i + 1);
+        }
+    for (int k = 0; k < nv && err == cudaSuccess; ++k) {
+        fl_timing *t = &out[k];
+        t->name = v[k].name;
+        t->samples = o->samples;
+        t->check_ok = -1;
+        if (t->check_failed_run) t->check_ok = 0;
+        else if (v[k].check) t->check_ok = v[k].check(v[k].ctx, t->check_msg, sizeof t->check_msg) ? 1 : 0;
+    }
+    (void)cudaStreamDestroy(st);
+    return err;
 }
 
 cudaError_t fl_time_variants(const fl_variant *v, int nv,
@@ -315,6 +372,7 @@ cudaError_t fl_time_variants(const fl_variant *v, int nv,
         fprintf(stderr, "fl_time_variants: need nv > 0 and samples > 0\n");
         return cudaErrorInvalidValue;
     }
+    if (fl_timing_untimed()) return run_untimed(v, nv, &o, out);
     size_t cells = (size_t)nv * (size_t)o.samples;
     double *ev = calloc(cells, sizeof *ev);
     double *wall = calloc(cells, sizeof *wall);

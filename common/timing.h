@@ -106,6 +106,18 @@ EXTERN_C fl_timing_opts fl_timing_defaults(void);
  * times (tests/fl_test.c). */
 EXTERN_C int fl_timing_audit(void);
 
+/* 1 in the worked solution's verifying runs under the grader
+ * (FUSIONLAB_TIMING_UNTIMED set, not "0", read before main): those runs are
+ * there for the references of every output a speed check compares
+ * (grader/verify.c), not for its times. fl_time_variants then makes each
+ * run of each variant, warm-ups and samples, in the protocol's order, with
+ * its prepare and its check, and no flush, hold, event, empty sample or
+ * clock: the same inputs and checks as a timed run, in a fraction of the
+ * time. Its times are 0; the speed checks then judge the outputs only,
+ * skip the copy ceiling and write no speed record (a check without one
+ * scores nothing: grader/stage_score.c). */
+EXTERN_C int fl_timing_untimed(void);
+
 /* Time nv variants with the protocol above; out[i] describes v[i]. */
 EXTERN_C cudaError_t fl_time_variants(const fl_variant *v, int nv,
                                       const fl_timing_opts *opts,

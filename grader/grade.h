@@ -100,6 +100,9 @@ typedef struct {
                             being graded (its suites' and the worked solution's
                             runs), or NULL */
     char *step_ro;       /* a file those steps may read, or NULL */
+    int trusted_untimed; /* 1 while the verify stage runs the worked solution:
+                            its runs get FUSIONLAB_TIMING_UNTIMED=1 (their
+                            speed checks make every run, timing none) */
     double gpu_waited_s; /* all the waits for the GPU so far */
     int ready;           /* the scratch build is configured */
     char *setup_error;   /* why it is not */

@@ -356,8 +356,12 @@ static void run_suite_once(grader *g, step_kind kind, const submission_keys *key
      * together ask for no more than --jobs */
     int per_proc = g->jobs / (jobs > 1 ? jobs : 1);
     char *omp_env = xasprintf("OMP_NUM_THREADS=%d", per_proc > 1 ? per_proc : 1);
-    const char *env_set[12] = {speed_env, evidence_env, salt_env, omp_env, NULL};
+    const char *env_set[16] = {speed_env, evidence_env, salt_env, omp_env, NULL};
     int e = 4;
+    /* the verify stage's runs of the worked solution are there for the
+     * references of what the student's run compared (the same keys, drawn
+     * in the same order: common/timing.c, run_untimed), not for its times */
+    if (kind == STEP_TRUSTED && g->trusted_untimed) env_set[e++] = "FUSIONLAB_TIMING_UNTIMED=1";
     if (conn_env) env_set[e++] = conn_env;
     if (cases_out) {
         env_set[e++] = "FUSIONLAB_CASES=together";
@@ -968,6 +972,7 @@ char *verify_runs(grader *g, submission *s, lesson_result *lr, const strlist *su
     suite_run *tru = xcalloc((size_t)(suites->n + 1), sizeof *tru);
     char **tev = xcalloc((size_t)(suites->n + 1), sizeof *tev);
     double t0 = now_s();
+    g->trusted_untimed = 1;
     for (int i = 0; i < suites->n; ++i) {
         int claims = 0;
         for (int c = 0; c < runs[i].n; ++c) claims |= runs[i].cases[c].status == CR_PASSED;
@@ -1000,6 +1005,7 @@ char *verify_runs(grader *g, submission *s, lesson_result *lr, const strlist *su
         run_suite_gpu(g, lr, STEP_TRUSTED, &s->keys, binary, suites->v[i], g->suite_timeout,
                       &tru[i], NULL, &tev[i]);
     }
+    g->trusted_untimed = 0;
     lr->verify_s = now_s() - t0;
     char *why = verify_lesson(suites, runs, evidence, tru, tev, grader_fault);
     for (int i = 0; i < suites->n; ++i) {

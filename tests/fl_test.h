@@ -346,7 +346,9 @@ int fl_test_within_roofline(const fl_timing *t, double ceiling_gbs);
  * no work hidden from the timed stream, no bandwidth beyond the roofline.
  * For tests with their own speed rule (lesson 05). Under the grader's speed
  * audit (fl_timing_audit()) only the outputs: the times are the profiler's,
- * and the speed thresholds are not asserted either. */
+ * and the speed thresholds are not asserted either; likewise in the worked
+ * solution's untimed verifying runs (fl_timing_untimed()), which have no
+ * times at all. */
 void fl_test_assert_timing_honest(const fl_timing *t, const char *label,
                                   const fl_timing_opts *o, double ceiling_gbs);
 
@@ -356,7 +358,8 @@ void fl_test_assert_timing_honest(const fl_timing *t, const char *label,
  * % of the copy ceiling (0 where not judged), the thresholds and whether
  * the check passes. fl_test_speed() calls it; a test with its own speed rule
  * calls it before its asserts. Nothing is written when the variable is unset
- * (or the tests were built without cJSON). */
+ * (or the tests were built without cJSON), nor in an untimed run
+ * (fl_timing_untimed(): no times to record). */
 void fl_test_speed_record(const char *label, double baseline_us, double candidate_us,
                           double min_speedup, double pct_of_ceiling, double min_pct,
                           int passed);

@@ -538,12 +538,16 @@ Test(fresh, new_in_every_run_elsewhere)
 Test(env, switches_are_read_before_any_test_code)
 {
     int audit = fl_timing_audit(), sanitizing = fl_test_sanitizing();
+    int untimed = fl_timing_untimed();
     const char *cases = getenv("FUSIONLAB_CASES");
     int started_together = cases != NULL && strcmp(cases, "together") == 0;
     cr_assert(setenv("FUSIONLAB_TIMING_AUDIT", audit ? "0" : "1", 1) == 0);
+    cr_assert(setenv("FUSIONLAB_TIMING_UNTIMED", untimed ? "0" : "1", 1) == 0);
     cr_assert(setenv("FUSIONLAB_SANITIZE", sanitizing ? "0" : "1", 1) == 0);
     cr_assert(setenv("FUSIONLAB_CASES", "together", 1) == 0);
     cr_expect_eq(fl_timing_audit(), audit, "FUSIONLAB_TIMING_AUDIT set during a test switched the audit");
+    cr_expect_eq(fl_timing_untimed(), untimed,
+                 "FUSIONLAB_TIMING_UNTIMED set during a test stopped the timing");
     cr_expect_eq(fl_test_sanitizing(), sanitizing, "FUSIONLAB_SANITIZE set during a test took effect");
     if (!started_together)
         cr_expect(!fl_cases_begin("env/switches", 3, 0),
