@@ -159,8 +159,10 @@ int run_step(grader *g, step_kind kind, const lesson_info *li, const char *scrat
         opts.clear_env = 1;  /* bwrap's own (its /proc/1/environ) is empty */
     } else {
         /* --no-sandbox: the limits that do not count the grader's own
-         * processes, and at least not the batch secret */
-        static const char *const unset[] = {"FUSIONLAB_GRADE_SEED", NULL};
+         * processes, and at least not the batch secret, nor a timing switch
+         * the shell that started the grader kept (each step sets its own) */
+        static const char *const unset[] = {"FUSIONLAB_GRADE_SEED", "FUSIONLAB_TIMING_UNTIMED",
+                                            "FUSIONLAB_TIMING_AUDIT", NULL};
         lim.nproc = 0;
         opts.limits = &lim;
         opts.env_set = env;

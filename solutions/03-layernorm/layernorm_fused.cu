@@ -6,7 +6,8 @@
 //         around that mean); y, mean and rstd are written once.
 // Part B: the backward. One kernel reads dy and x once per row, writes dx,
 //         and sums the row's dy * xhat and dy into per-block partial dweight
-//         and dbias in shared memory. The partials then meet either through
+//         and dbias in shared memory (going further, for rows of up to 8192
+//         floats: in registers). The partials then meet either through
 //         atomicAdd (layernorm_bwd_fused_atomic: fast, last bits vary from
 //         run to run) or through a second small kernel that adds them in a
 //         fixed order (layernorm_bwd_fused: bitwise reproducible).
@@ -640,10 +641,13 @@ layernorm_bwd_regs_kernel(const float *dy, const float *x, const float *weight,
 
 // Rows of up to 8192 floats (a row of at most 512 threads): the launch of
 // layernorm_bwd_regs_kernel, with the grid of bwd_launch below but at most
-// 512 threads per SM (its registers allow no more), in blocks of 256 (512
-// for rows of 4097-8192 floats); on an H100, blocks of 512, one per SM, were
-// up to 6% slower. *grid_out = 0: the row is too long for it.
+// 512 threads per SM (its registers allow no more), in blocks of about 256
+// threads (ln_plan: 256 / B rows of B threads, or one row of B > 256); on an
+// H100, blocks of 512, one per SM, were up to 6% slower. *grid_out = 0: the
+// row is left to layernorm_bwd_kernel (too long, or a plan that fills an SM
+// with fewer than 448 threads).
 static const int kRegsThreadsPerSm = 512;
+static const int kRegsMinThreadsPerSm = 448;
 static const size_t kRegsThreadsPerBlock = 256;
 static const unsigned int kRegsMaxRowThreads = 512;
 
@@ -656,9 +660,10 @@ static cudaError_t bwd_launch_regs(const float *dy, const float *x, const float 
                                    int atomic, int *grid_out, cudaStream_t stream)
 {
     *grid_out = 0;
-    dim3 block;
-    CUDA_CHECK(ln_plan(cols, BWD_SLOTS, kRegsThreadsPerBlock, &block));
-    if (block.x > kRegsMaxRowThreads) return cudaSuccess;
+    dim3 block; // a row bwd_launch refuses is left to it (one message)
+    if (ln_plan(cols, BWD_SLOTS, kRegsThreadsPerBlock, &block) != cudaSuccess ||
+        block.x > kRegsMaxRowThreads)
+        return cudaSuccess;
     int threads = (int)(block.x * block.y);
     size_t smem = 2 * (size_t)block.y * cols * sizeof(float);
     int vec4 = cols % 4 == 0 && FL_ALIGNED16(dy) && FL_ALIGNED16(x) && FL_ALIGNED16(weight) &&
@@ -689,6 +694,11 @@ static cudaError_t bwd_launch_regs(const float *dy, const float *x, const float 
     int per_sm = kRegsThreadsPerSm / threads;
     if (per_sm < 1) per_sm = 1;
     if (per_sm > last_per_sm[vec4]) per_sm = last_per_sm[vec4];
+    // A row of threads that is not a power of two (4100 columns: 288
+    // threads) leaves an SM with far fewer threads than 512, and the shared-
+    // memory kernel, at up to 1024, was not measured against that: it keeps
+    // such rows.
+    if (per_sm * threads < kRegsMinThreadsPerSm) return cudaSuccess;
     unsigned int grid = fl_grid_blocks(rows, (int)block.y, per_sm);
     if (grid > LAYERNORM_MAX_PARTIALS) grid = LAYERNORM_MAX_PARTIALS;
     if (atomic) {
