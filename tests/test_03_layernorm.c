@@ -9,10 +9,10 @@
  *                          8192 x 512, 12288 x 768, 1151 x 8192, 4096 x 4096
  *                          and 64 x 16384 (the widest row)
  *   A_forward::eps         eps = 1e-3, 0.37 and 4 (every other case uses
- *                          1e-5), at 67 x 1024 and 29 x 333
+ *                          1e-5), at 67 x 1024, 29 x 333 and 23 x 2002
  *   A_forward::large_mean  rows with a large mean and a small spread (|mean|
  *                          64 to 4000, std 0.02 to 2: mean/std 1000 to 5000),
- *                          at 64 x 4096, 41 x 999 and 4 x 16384
+ *                          at 64 x 4096, 41 x 999, 4 x 16384 and 33 x 3000
  *   A_forward::limits      rows = 0 is a no-op (cudaSuccess, nothing
  *                          written); cols = 16385 and 16388 (past
  *                          LAYERNORM_MAX_COLS) are refused with
@@ -26,7 +26,7 @@
  *   A_forward::misaligned  every pointer, then x, weight, bias and y alone,
  *                          offset by one float (4-byte but not 16-byte
  *                          aligned) at 67 x 1024, and every pointer at
- *                          3 x 16384
+ *                          19 x 2048 and 3 x 16384
  *   A_forward::huge        1048579 x 4096 (more than 2^32 elements; 2^19 + 3
  *                          rows, more than 2^31, when the GPU lacks the
  *                          memory; skipped when it lacks even that), inputs
@@ -619,7 +619,9 @@ FL_PARAM_TEST(B_backward, atomic, shape03, s, kShapes, N_SHAPES) { correct_case(
  * rstd changes by 1.6x) and a large one. The backward has no eps of its own:
  * it is given the mean and rstd of a forward run with that eps. */
 static const float kEps[] = {1e-3f, 0.37f, 4.0f};
-static const shape03 kEpsShapes[] = {{67, 1024}, {29, 333}};
+/* 23 x 2002: a row of 1025-2048 floats whose width is no multiple of 4 (the
+ * scalar layout), its last slots part-filled */
+static const shape03 kEpsShapes[] = {{67, 1024}, {29, 333}, {23, 2002}};
 
 static void eps_cases(const part03 *const *parts, int nparts, const char *hint)
 {
@@ -654,7 +656,8 @@ FL_TEST(B_backward, eps)
 
 /* ---- large mean, small spread ---------------------------------------------------- */
 
-static const shape03 kLargeShapes[] = {{64, 4096}, {41, 999}, {4, 16384}};
+/* 33 x 3000: 2049-4096 floats, float4s, the last ones part-filled */
+static const shape03 kLargeShapes[] = {{64, 4096}, {41, 999}, {4, 16384}, {33, 3000}};
 
 static void large_mean_cases(const part03 *const *parts, int nparts, const char *hint)
 {
@@ -894,6 +897,7 @@ FL_TEST(A_forward, misaligned)
 {
     FL_REQUIRE_GPU();
     misaligned_shape(&kPartA, 67, 1024, kMisFwd, sizeof kMisFwd / sizeof kMisFwd[0]);
+    misaligned_shape(&kPartA, 19, 2048, kMisFwd, 1);
     misaligned_shape(&kPartA, 3, LAYERNORM_MAX_COLS, kMisFwd, 1);
 }
 
