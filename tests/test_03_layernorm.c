@@ -9,10 +9,12 @@
  *                          8192 x 512, 12288 x 768, 1151 x 8192, 4096 x 4096
  *                          and 64 x 16384 (the widest row)
  *   A_forward::eps         eps = 1e-3, 0.37 and 4 (every other case uses
- *                          1e-5), at 67 x 1024, 29 x 333 and 23 x 2002
+ *                          1e-5), at 67 x 1024, 29 x 333, 23 x 2002,
+ *                          21 x 1025 and 13 x 2049
  *   A_forward::large_mean  rows with a large mean and a small spread (|mean|
  *                          64 to 4000, std 0.02 to 2: mean/std 1000 to 5000),
- *                          at 64 x 4096, 41 x 999, 4 x 16384 and 33 x 3000
+ *                          at 64 x 4096, 41 x 999, 4 x 16384, 33 x 3000
+ *                          and 31 x 1500
  *   A_forward::limits      rows = 0 is a no-op (cudaSuccess, nothing
  *                          written); cols = 16385 and 16388 (past
  *                          LAYERNORM_MAX_COLS) are refused with
@@ -619,9 +621,10 @@ FL_PARAM_TEST(B_backward, atomic, shape03, s, kShapes, N_SHAPES) { correct_case(
  * rstd changes by 1.6x) and a large one. The backward has no eps of its own:
  * it is given the mean and rstd of a forward run with that eps. */
 static const float kEps[] = {1e-3f, 0.37f, 4.0f};
-/* 23 x 2002: a row of 1025-2048 floats whose width is no multiple of 4 (the
- * scalar layout), its last slots part-filled */
-static const shape03 kEpsShapes[] = {{67, 1024}, {29, 333}, {23, 2002}};
+/* 23 x 2002, 21 x 1025 and 13 x 2049: rows of 1025-4096 floats whose width is
+ * no multiple of 4 (the scalar layout), the last slots of a row of threads
+ * part-filled; 1025 and 2049 are the first widths past 1024 and 2048 */
+static const shape03 kEpsShapes[] = {{67, 1024}, {29, 333}, {23, 2002}, {21, 1025}, {13, 2049}};
 
 static void eps_cases(const part03 *const *parts, int nparts, const char *hint)
 {
@@ -656,8 +659,9 @@ FL_TEST(B_backward, eps)
 
 /* ---- large mean, small spread ---------------------------------------------------- */
 
-/* 33 x 3000: 2049-4096 floats, float4s, the last ones part-filled */
-static const shape03 kLargeShapes[] = {{64, 4096}, {41, 999}, {4, 16384}, {33, 3000}};
+/* 33 x 3000 and 31 x 1500: float4s, the second float4 of a row of 512 or 256
+ * threads loaded by only some of them */
+static const shape03 kLargeShapes[] = {{64, 4096}, {41, 999}, {4, 16384}, {33, 3000}, {31, 1500}};
 
 static void large_mean_cases(const part03 *const *parts, int nparts, const char *hint)
 {

@@ -15,9 +15,11 @@
  *     dbias[c]   = sum_r dy[r,c]
  *
  * All pointers are device pointers: x, y, dy, dx are (rows, cols); weight,
- * bias, dweight, dbias are (cols); mean and rstd are (rows). Every launcher
- * queues its work on `stream` and returns cudaSuccess or the error it hit;
- * none waits for the GPU. rows = 0 is a no-op; 1 <= cols <= LAYERNORM_MAX_COLS.
+ * bias, dweight, dbias are (cols); mean and rstd are (rows). No output
+ * overlaps an input (no call is in place), so a kernel may read its inputs
+ * through __restrict__ pointers. Every launcher queues its work on `stream`
+ * and returns cudaSuccess or the error it hit; none waits for the GPU.
+ * rows = 0 is a no-op; 1 <= cols <= LAYERNORM_MAX_COLS.
  */
 #ifndef FUSIONLAB_LAYERNORM_H
 #define FUSIONLAB_LAYERNORM_H

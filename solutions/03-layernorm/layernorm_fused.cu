@@ -597,16 +597,17 @@ EXTERN_C cudaError_t layernorm_fwd_fused(const float *x, const float *weight,
 static const size_t kShortFwdMinCols = 1024; // rows wider than this ...
 static const size_t kShortFwdMaxCols = 4096; // ... and up to this
 
-// The threads an SM holds, for the architecture being compiled: 2048 on
-// sm_80, sm_90 and sm_100; 1536 on sm_86, sm_87, sm_89 and sm_120; 1024 on
-// sm_75 (the CUDA C++ Programming Guide's table of compute capabilities).
+// The threads an SM holds, for the architecture being compiled: 1024 on
+// sm_75; 2048 on sm_80, sm_90, sm_100 and sm_103; 1536 on the others (sm_86,
+// sm_87, sm_88, sm_89, sm_110, sm_120: the CUDA C++ Programming Guide's table
+// of compute capabilities), the safe guess for one not yet in the table.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #define LN_SM_THREADS 1024
-#elif defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870 || \
-                                 __CUDA_ARCH__ == 890 || __CUDA_ARCH__ >= 1200)
-#define LN_SM_THREADS 1536
-#else
+#elif !defined(__CUDA_ARCH__) || __CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 900 || \
+    __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030
 #define LN_SM_THREADS 2048
+#else
+#define LN_SM_THREADS 1536
 #endif
 
 // The sum of v over the block's T threads, for every thread: warp sums,
