@@ -71,11 +71,29 @@ __device__ __forceinline__ void async_wait()
 template <int D, int ROWS, int STRIDE, int NT>
 __device__ __forceinline__ void load_rows_f32(float *dst, const float *src, int row0, int seq)
 {
-    for (int i = threadIdx.x; i < ROWS * (D / 4); i += NT) {
-        int r = i / (D / 4), c = i % (D / 4);
-        bool ok = row0 + r < seq;
-        copy16_async(dst + r * STRIDE + 4 * c, ok ? src + (size_t)(row0 + r) * D + 4 * c : src,
-                     ok);
+    // When the NT threads cover whole rows, RS = NT / CH of them a pass, each
+    // thread copies the same column c of rows r0, r0 + RS, ...: one address
+    // on each side, then constant offsets, rather than a division, a
+    // remainder and a 64-bit address for every float4 (the loop after else,
+    // for any other shape). 8 copies unrolled at a time: all 16 of a
+    // tile at head_dim 128 cost the kernel more registers than it has.
+    constexpr int CH = D / 4, RS = NT / CH; // float4s a row; rows a pass
+    if constexpr (NT % CH == 0 && ROWS % RS == 0) {
+        const int r0 = threadIdx.x / CH, c = threadIdx.x % CH;
+        float *d = dst + r0 * STRIDE + 4 * c;
+        const size_t s = (size_t)(row0 + r0) * D + 4 * c;
+#pragma unroll 8
+        for (int j = 0; j < ROWS / RS; ++j) {
+            const bool ok = row0 + r0 + j * RS < seq;
+            copy16_async(d + j * RS * STRIDE, ok ? src + s + (size_t)j * RS * D : src, ok);
+        }
+    } else {
+        for (int i = threadIdx.x; i < ROWS * CH; i += NT) {
+            int r = i / CH, c = i % CH;
+            bool ok = row0 + r < seq;
+            copy16_async(dst + r * STRIDE + 4 * c,
+                         ok ? src + (size_t)(row0 + r) * D + 4 * c : src, ok);
+        }
     }
 }
 
@@ -251,12 +269,27 @@ __device__ __forceinline__ int swz(int row, int col)
 template <int D, int ROWS, int NT>
 __device__ __forceinline__ void load_tile_f16(__half *dst, const __half *src, int row0, int seq)
 {
-    constexpr int CH = D / 8; // 16-byte chunks per row
-    for (int i = threadIdx.x; i < ROWS * CH; i += NT) {
-        int r = i / CH, c = i % CH;
-        bool ok = row0 + r < seq;
-        copy16_async(dst + r * D + ((c ^ (r & 7)) << 3),
-                     ok ? src + (size_t)(row0 + r) * D + c * 8 : src, ok);
+    // As load_rows_f32: each thread copies the same column c of rows r0,
+    // r0 + RS, ... When RS is a multiple of 8, r & 7, and with it the
+    // swizzled column, is the same for all of those rows too: one address on
+    // each side and constant offsets (every tile the launchers use).
+    constexpr int CH = D / 8, RS = NT / CH; // 16-byte chunks a row; rows a pass
+    if constexpr (NT % CH == 0 && RS % 8 == 0 && ROWS % RS == 0) {
+        const int r0 = threadIdx.x / CH, c = threadIdx.x % CH;
+        __half *d = dst + r0 * D + ((c ^ (r0 & 7)) << 3);
+        const size_t s = (size_t)(row0 + r0) * D + c * 8;
+#pragma unroll
+        for (int j = 0; j < ROWS / RS; ++j) {
+            const bool ok = row0 + r0 + j * RS < seq;
+            copy16_async(d + j * RS * D, ok ? src + s + (size_t)j * RS * D : src, ok);
+        }
+    } else {
+        for (int i = threadIdx.x; i < ROWS * CH; i += NT) {
+            int r = i / CH, c = i % CH;
+            bool ok = row0 + r < seq;
+            copy16_async(dst + r * D + ((c ^ (r & 7)) << 3),
+                         ok ? src + (size_t)(row0 + r) * D + c * 8 : src, ok);
+        }
     }
 }
 
