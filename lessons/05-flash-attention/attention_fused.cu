@@ -71,12 +71,14 @@ __device__ __forceinline__ void async_wait()
 template <int D, int ROWS, int STRIDE, int NT>
 __device__ __forceinline__ void load_rows_f32(float *dst, const float *src, int row0, int seq)
 {
-    // When the NT threads cover whole rows, RS = NT / CH of them a pass, each
-    // thread copies the same column c of rows r0, r0 + RS, ...: one address
-    // on each side, then constant offsets, rather than a division, a
-    // remainder and a 64-bit address for every float4 (the loop after else,
-    // for any other shape). 8 copies unrolled at a time: all 16 of a
-    // tile at head_dim 128 cost the kernel more registers than it has.
+    // The block's NT threads (blockDim.x must be NT) copy RS = NT / CH whole
+    // rows a pass when NT is a multiple of CH and ROWS of RS: then each
+    // thread copies the same column c of rows r0, r0 + RS, ... Its shared
+    // addresses are one base and constant offsets, its global ones one 64-bit
+    // add each: no division, remainder or multiply per float4, as the loop
+    // after else (any other tile) has. 8 copies unrolled at a time: with all
+    // 16 of a tile at head_dim 128 at once, ptxas spilled and the kernel was
+    // 0.5% slower.
     constexpr int CH = D / 4, RS = NT / CH; // float4s a row; rows a pass
     if constexpr (NT % CH == 0 && ROWS % RS == 0) {
         const int r0 = threadIdx.x / CH, c = threadIdx.x % CH;
@@ -269,10 +271,12 @@ __device__ __forceinline__ int swz(int row, int col)
 template <int D, int ROWS, int NT>
 __device__ __forceinline__ void load_tile_f16(__half *dst, const __half *src, int row0, int seq)
 {
-    // As load_rows_f32: each thread copies the same column c of rows r0,
-    // r0 + RS, ... When RS is a multiple of 8, r & 7, and with it the
-    // swizzled column, is the same for all of those rows too: one address on
-    // each side and constant offsets (every tile the launchers use).
+    // As load_rows_f32 (blockDim.x must be NT): each thread copies the same
+    // column c of rows r0, r0 + RS, ... When RS is also a multiple of 8,
+    // r & 7, and with it the swizzled column, is the same for all of those
+    // rows, so the shared addresses are again one base and constant offsets.
+    // Every tile the launchers use is such a tile; any other (2 warps at
+    // head_dim 128: RS = 4) takes the loop after else.
     constexpr int CH = D / 8, RS = NT / CH; // 16-byte chunks a row; rows a pass
     if constexpr (NT % CH == 0 && RS % 8 == 0 && ROWS % RS == 0) {
         const int r0 = threadIdx.x / CH, c = threadIdx.x % CH;
