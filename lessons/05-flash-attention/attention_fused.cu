@@ -65,6 +65,19 @@ __device__ __forceinline__ void async_wait()
 #endif
 }
 
+// Both loaders' fast path: ROWS / RS rows of one column of 16-byte chunks,
+// rows r, r + RS, ...: chunk j to d + j RS DS (DS: the tile's row stride) from
+// src + s + j RS D, zeros for rows at or past seq. U copies unrolled at a time.
+template <int ROWS, int RS, int DS, int D, int U, typename T>
+__device__ __forceinline__ void copy_column_async(T *d, const T *src, size_t s, int r, int seq)
+{
+#pragma unroll U
+    for (int j = 0; j < ROWS / RS; ++j) {
+        const bool ok = r + j * RS < seq;
+        copy16_async(d + j * RS * DS, ok ? src + s + (size_t)j * RS * D : src, ok);
+    }
+}
+
 // ROWS rows of D floats, source rows row0 .. row0 + ROWS - 1, into shared
 // memory with a row stride of STRIDE floats. Rows past seq are zeros. The NT
 // threads of the block share the work; call async_commit/async_wait after.
@@ -82,13 +95,9 @@ __device__ __forceinline__ void load_rows_f32(float *dst, const float *src, int 
     constexpr int CH = D / 4, RS = NT / CH; // float4s a row; rows a pass
     if constexpr (NT % CH == 0 && ROWS % RS == 0) {
         const int r0 = threadIdx.x / CH, c = threadIdx.x % CH;
-        float *d = dst + r0 * STRIDE + 4 * c;
-        const size_t s = (size_t)(row0 + r0) * D + 4 * c;
-#pragma unroll 8
-        for (int j = 0; j < ROWS / RS; ++j) {
-            const bool ok = row0 + r0 + j * RS < seq;
-            copy16_async(d + j * RS * STRIDE, ok ? src + s + (size_t)j * RS * D : src, ok);
-        }
+        copy_column_async<ROWS, RS, STRIDE, D, 8>(dst + r0 * STRIDE + 4 * c, src,
+                                                  (size_t)(row0 + r0) * D + 4 * c, row0 + r0,
+                                                  seq);
     } else {
         for (int i = threadIdx.x; i < ROWS * CH; i += NT) {
             int r = i / CH, c = i % CH;
@@ -280,13 +289,9 @@ __device__ __forceinline__ void load_tile_f16(__half *dst, const __half *src, in
     constexpr int CH = D / 8, RS = NT / CH; // 16-byte chunks a row; rows a pass
     if constexpr (NT % CH == 0 && RS % 8 == 0 && ROWS % RS == 0) {
         const int r0 = threadIdx.x / CH, c = threadIdx.x % CH;
-        __half *d = dst + r0 * D + ((c ^ (r0 & 7)) << 3);
-        const size_t s = (size_t)(row0 + r0) * D + c * 8;
-#pragma unroll
-        for (int j = 0; j < ROWS / RS; ++j) {
-            const bool ok = row0 + r0 + j * RS < seq;
-            copy16_async(d + j * RS * D, ok ? src + s + (size_t)j * RS * D : src, ok);
-        }
+        copy_column_async<ROWS, RS, D, D, ROWS / RS>(dst + r0 * D + ((c ^ (r0 & 7)) << 3), src,
+                                                     (size_t)(row0 + r0) * D + c * 8, row0 + r0,
+                                                     seq);
     } else {
         for (int i = threadIdx.x; i < ROWS * CH; i += NT) {
             int r = i / CH, c = i % CH;
