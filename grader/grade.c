@@ -382,6 +382,7 @@ static void lesson_result_free(lesson_result *lr)
 static void grader_free(grader *g)
 {
     keys_free(&g->reference_keys);
+    trusted_suites_free(g);
     sandbox_free(&g->sbx);
     free(g->batch_secret);
     free(g->course); free(g->out); free(g->work); free(g->student_root); free(g->build);
@@ -791,8 +792,24 @@ int main(int argc, char **argv)
         }
         free(ids);
     }
+    /* one seed and salt for the whole batch (keys.c), from every submission
+     * of the list, whichever this shard grades */
+    submission_keys batch_keys = {0};
+    int keys_ok = 0;
+    {
+        char **ids = xcalloc((size_t)paths.n + 1, sizeof *ids);
+        for (int i = 0; i < paths.n; ++i) ids[i] = all[i].id;
+        keys_ok = keys_derive_batch(&g, ids, paths.v, paths.n, &batch_keys) == 0;
+        free(ids);
+    }
     for (int i = 0; i < paths.n; ++i) free(all[i].id);
     free(all);
+    if (!keys_ok) {
+        fprintf(stderr, "fusionlab_grade: cannot derive the batch's seed "
+                "(sha256sum, /dev/urandom)\n");
+        batch_end(g.out, 0);
+        return 2;
+    }
 
     /* every submission gets its results.json before anything can go wrong */
     for (int i = 0; i < nsub; ++i) {
@@ -801,12 +818,7 @@ int main(int argc, char **argv)
         rm_rf(s->outdir);
         mkdir_p(s->outdir);
         intake_load(s->path, &g.man, g.rub.max_file_bytes, &s->in);
-        if (keys_derive(&g, s->id, &s->in, &s->keys) != 0) {
-            fprintf(stderr, "fusionlab_grade: cannot derive the submissions' seeds "
-                    "(sha256sum, /dev/urandom)\n");
-            batch_end(g.out, 0);
-            return 2;
-        }
+        keys_copy(&batch_keys, &s->keys);
         s->n_lessons = g.lessons.n;
         s->lessons = xcalloc((size_t)g.lessons.n, sizeof *s->lessons);
         for (int k = 0; k < g.lessons.n; ++k) {
@@ -945,6 +957,7 @@ int main(int argc, char **argv)
         free(subs[i].path);
         free(subs[i].outdir);
     }
+    keys_free(&batch_keys);
     free(subs);
     free(tag);
     free(shard_out);

@@ -31,9 +31,9 @@ typedef struct {
 } speed_log;
 
 typedef struct {
-    char *seed;          /* the inputs' seed of this submission: derived from
-                            the batch secret, its id and its files (a leaked
-                            one is worth nothing to another submission) */
+    char *seed;          /* the inputs' seed of a submission's runs: the
+                            batch's, derived from the batch secret and every
+                            submission's id and files (keys.c) */
     char *salt;          /* FUSIONLAB_EVIDENCE_SALT of its runs (hex) */
 } submission_keys;
 
@@ -51,6 +51,7 @@ typedef struct {
 } trusted_count;
 
 struct submission;
+struct trusted_suite; /* stages.h */
 
 /* The batch. */
 typedef struct {
@@ -80,7 +81,7 @@ typedef struct {
     double build_timeout, suite_timeout, lesson_timeout, test_timeout;
     double sanitizer_timeout; /* tools/sanitize, all four tools together */
     const char *seed;    /* FUSIONLAB_GRADE_SEED: the batch secret; no step
-                            ever sees it (each submission gets its own seed
+                            ever sees it (the submissions' runs get a seed
                             derived from it) */
     char *batch_secret;  /* the seed, or random bytes when none was given:
                             what keys_derive() derives every seed from */
@@ -92,6 +93,10 @@ typedef struct {
     strlist reference_notes;
     trusted_count *once; /* the "verify_once" suites' trusted runs, this GPU */
     int n_once;
+    struct trusted_suite *trusted; /* the verify stage's runs of the worked
+                            solution on the batch's inputs, this GPU, kept
+                            for every submission (stage_run.c) */
+    int n_trusted;
     int shard_i, shard_n; /* --shard I/N (shard_n 0: the whole batch) */
     char *gpu_lock;      /* --gpu-lock DIR: workers share this GPU (gpulock.c),
                             or NULL: the worker has it to itself */
@@ -176,9 +181,13 @@ int gpu_lock_open(grader *g);
 double gpu_hold(grader *g, gpu_use use);
 void gpu_release(grader *g);
 
-/* keys.c: the seed and salt of a submission's runs (0, or -1 when they
- * could not be made) */
+/* keys.c: a seed and salt (0, or -1 when they could not be made): of the
+ * runs of `id` alone (the reference's), or of every submission of the batch
+ * (ids and paths: the whole list, n of them, whatever the shard) */
 int keys_derive(grader *g, const char *id, const intake *in, submission_keys *k);
+int keys_derive_batch(grader *g, char *const *ids, char *const *paths, int n,
+                      submission_keys *k);
+void keys_copy(const submission_keys *from, submission_keys *to);
 void keys_free(submission_keys *k);
 
 /* lesson.c */

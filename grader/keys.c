@@ -1,15 +1,23 @@
-/* grader/keys.c — each submission's seed and evidence salt.
+/* grader/keys.c — the batch's seed and evidence salt.
  *
  * The batch secret (FUSIONLAB_GRADE_SEED, or 32 random bytes when it is not
- * set) never reaches a test: each submission's runs get a seed and a salt
- * derived from it, its id and the bytes of the files it handed in,
+ * set) never reaches a test. Every submission of a batch gets the same seed
+ * and salt, derived from it and from every submission the batch holds (the
+ * whole list, in every shard, in the order of the ids): each one's id and
+ * the bytes of the files it handed in,
  *
- *   SHA-256("fusionlab-keys-1" 0 secret 0 id 0 (name 0 size 0 bytes)...)
+ *   SHA-256("fusionlab-keys-2" 0 secret 0 "batch" 0 N 0
+ *           (id 0 M 0 (name 0 size 0 bytes)...)...)
  *     -> first 32 hex digits: the seed, the next 16: the salt
  *
- * so that a seed one submission manages to read is worth nothing to any
- * other, nor to a second try with other files. SHA-256 is coreutils'
- * sha256sum, run on a file in a folder only the grader may read.
+ * so that every student meets the same inputs, and the worked solution's
+ * run on them, which the verify stage bears each report out against, is
+ * made once per GPU for the whole batch (stage_run.c, verify_runs). A seed
+ * that a submission reads from its own process is worth nothing outside
+ * that run: no step of one submission can reach another's (the sandbox,
+ * steps.c), and a second try, or any other change to any file of the batch,
+ * gives every submission new inputs. SHA-256 is coreutils' sha256sum, run on
+ * a file in a folder only the grader may read.
  */
 #define _XOPEN_SOURCE 700
 #include "grade.h"
@@ -52,32 +60,16 @@ static void add0(sbuf *b, const char *s, size_t n)
     sbuf_addn(b, "", 1);
 }
 
-int keys_derive(grader *g, const char *id, const intake *in, submission_keys *k)
+/* The seed and salt of SHA-256(b), b hashed in a folder only the grader
+ * may read; b is freed. */
+static int keys_from(grader *g, sbuf *b, submission_keys *k)
 {
-    memset(k, 0, sizeof *k);
-    if (g->batch_secret == NULL) {
-        g->batch_secret = g->seed && g->seed[0] ? xstrdup(g->seed) : random_secret();
-        if (g->batch_secret == NULL) return -1;
-    }
-    sbuf b = {0};
-    add0(&b, "fusionlab-keys-1", 16);
-    add0(&b, g->batch_secret, strlen(g->batch_secret));
-    add0(&b, id, strlen(id));
-    for (int i = 0; in && i < in->n_files; ++i) {
-        const taken_file *f = &in->files[i];
-        if (f->status != FILE_OK) continue;
-        char size[32];
-        snprintf(size, sizeof size, "%zu", f->len);
-        add0(&b, f->name, strlen(f->name));
-        add0(&b, size, strlen(size));
-        sbuf_addn(&b, f->data, f->len);
-    }
     char *dir = path_join(g->work, "keys");
     mkdir_p(dir);
     chmod(dir, 0700);
     char *path = path_join(dir, "input");
-    int rc = write_file(path, b.s ? b.s : "", b.len);
-    sbuf_free(&b);
+    int rc = write_file(path, b->s ? b->s : "", b->len);
+    sbuf_free(b);
     char *hex = rc == 0 ? sha256_file(path) : NULL;
     unlink(path);
     free(path);
@@ -87,6 +79,80 @@ int keys_derive(grader *g, const char *id, const intake *in, submission_keys *k)
     k->salt = xstrndup(hex + 32, 16);
     free(hex);
     return 0;
+}
+
+static int secret_ready(grader *g)
+{
+    if (g->batch_secret == NULL)
+        g->batch_secret = g->seed && g->seed[0] ? xstrdup(g->seed) : random_secret();
+    return g->batch_secret ? 0 : -1;
+}
+
+static void add_files(sbuf *b, const intake *in)
+{
+    for (int i = 0; in && i < in->n_files; ++i) {
+        const taken_file *f = &in->files[i];
+        if (f->status != FILE_OK) continue;
+        char size[32];
+        snprintf(size, sizeof size, "%zu", f->len);
+        add0(b, f->name, strlen(f->name));
+        add0(b, size, strlen(size));
+        sbuf_addn(b, f->data, f->len);
+    }
+}
+
+int keys_derive(grader *g, const char *id, const intake *in, submission_keys *k)
+{
+    memset(k, 0, sizeof *k);
+    if (secret_ready(g) != 0) return -1;
+    sbuf b = {0};
+    add0(&b, "fusionlab-keys-1", 16);
+    add0(&b, g->batch_secret, strlen(g->batch_secret));
+    add0(&b, id, strlen(id));
+    add_files(&b, in);
+    return keys_from(g, &b, k);
+}
+
+int keys_derive_batch(grader *g, char *const *ids, char *const *paths, int n,
+                      submission_keys *k)
+{
+    memset(k, 0, sizeof *k);
+    if (secret_ready(g) != 0) return -1;
+    sbuf b = {0};
+    char num[32];
+    add0(&b, "fusionlab-keys-2", 16);
+    add0(&b, g->batch_secret, strlen(g->batch_secret));
+    add0(&b, "batch", 5);
+    snprintf(num, sizeof num, "%d", n);
+    add0(&b, num, strlen(num));
+    /* in the order of the ids, so that the same submissions give the same
+     * inputs whatever order they are graded in */
+    int *order = xcalloc((size_t)n + 1, sizeof *order);
+    for (int i = 0; i < n; ++i) {
+        int j = i;
+        for (; j > 0 && strcmp(ids[order[j - 1]], ids[i]) > 0; --j) order[j] = order[j - 1];
+        order[j] = i;
+    }
+    for (int o = 0; o < n; ++o) {
+        int i = order[o];
+        intake in;
+        intake_load(paths[i], &g->man, g->rub.max_file_bytes, &in);
+        int m = 0;
+        for (int f = 0; f < in.n_files; ++f) m += in.files[f].status == FILE_OK;
+        add0(&b, ids[i], strlen(ids[i]));
+        snprintf(num, sizeof num, "%d", m);
+        add0(&b, num, strlen(num));
+        add_files(&b, &in);
+        intake_free(&in);
+    }
+    free(order);
+    return keys_from(g, &b, k);
+}
+
+void keys_copy(const submission_keys *from, submission_keys *to)
+{
+    to->seed = from->seed ? xstrdup(from->seed) : NULL;
+    to->salt = from->salt ? xstrdup(from->salt) : NULL;
 }
 
 void keys_free(submission_keys *k)

@@ -130,7 +130,20 @@ suite_run *run_suites(grader *g, submission *s, lesson_result *lr, const char *b
 /* The worked solution's runs on the same inputs, then verify_lesson: NULL
  * when the student's report claims nothing the grader cannot bear out.
  * A run of the student's that ended without its report gets the cases the
- * trusted run ran beyond those its output shows, as not passed. */
+ * trusted run ran beyond those its output shows, as not passed. Each
+ * suite's run is made once per GPU for the batch, whose submissions all
+ * meet the same inputs (keys.c): the first verify stage that needs it makes
+ * it, and when every case of it passed or skipped, its results and a copy
+ * of its evidence are kept (g->trusted) for every later one. */
+struct trusted_suite {
+    char lesson[3];
+    char *suite;
+    char *seed, *salt; /* the inputs it ran on */
+    char *made_for;    /* the submission whose verify stage made it */
+    suite_run run;
+    char *evidence;    /* its copy under --work, in a folder no step sees */
+};
+void trusted_suites_free(grader *g);
 char *verify_runs(grader *g, submission *s, lesson_result *lr, const strlist *suites,
                   suite_run *runs, char *const *evidence, const char *progress,
                   int *grader_fault);

@@ -4,7 +4,7 @@
 // student's results. A grader that scrubs the seed verbatim misses its hex.
 // With the seed a student can compute the secret test inputs offline.
 // Must stop it: the object scan (reads the environment; a constructor), and
-// a test environment that holds no batch secret (a per-submission seed).
+// a test environment that holds no batch secret (a seed derived from it).
 #include "vector_add.h"
 
 #include <stdio.h>

@@ -6,7 +6,7 @@
 // The kernels are the skeleton's. (On a GPU only does the leak show; the
 // getenv call is in the object file on any machine.)
 // Must stop it: the object scan (reads the environment), and a test
-// environment that holds no batch secret (a per-submission seed).
+// environment that holds no batch secret (a seed derived from it).
 #include "vector_add.h"
 
 #include <stdlib.h>
