@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef FUSIONLAB_SOURCE_DIR
@@ -120,8 +121,9 @@ static void usage(FILE *f)
             "every submission is graded (NAME.partial until then; OUT/BATCH_IN_PROGRESS while it\n"
             "runs). One batch at a time per OUT and per WORK (OUT/.lock, WORK/.lock); an OUT or\n"
             "WORK that is, holds or lies in a submission, or holds the course, is refused.\n"
-            "FUSIONLAB_GRADE_SEED, when set, is passed to the tests (it changes their inputs)\n"
-            "and never written out.\n");
+            "FUSIONLAB_GRADE_SEED, when set, is the batch secret: the tests' inputs, the same\n"
+            "for every submission of a batch, are derived from it and from the batch's files;\n"
+            "no test sees it, and it is never written out (unset: random bytes).\n");
 }
 
 static int parse_lessons(grader *g, const char *list)
@@ -333,7 +335,23 @@ static int setup(grader *g)
     proc_result_free(&r);
     /* the sandboxed builds write into the scratch build as the sandbox's
      * user; the scratch student folder is only read */
+    /* the run folder starts empty (a kept --work holds the last batch's step
+     * folders); what cannot be removed is moved aside whole, never walked
+     * again: each step's folder is made, and given to the sandbox's user,
+     * when the step comes (step_scratch) */
     char *why = NULL;
+    if (rm_rf(g->run_dir) != 0) {
+        char *away = xasprintf("%s.left-%ld-%ld", g->run_dir, (long)time(NULL), (long)getpid());
+        if (rename(g->run_dir, away) != 0) {
+            char *what = xasprintf("cannot empty %s, nor move it aside", g->run_dir);
+            setup_failed(g, what, NULL);
+            free(what);
+            free(away);
+            return -1;
+        }
+        free(away);
+    }
+    mkdir_p(g->run_dir);
     if (sandbox_own(&g->sbx, g->build) != 0 || sandbox_own(&g->sbx, g->run_dir) != 0 ||
         sandbox_check_readable(&g->sbx, g->student_root, &why) != 0) {
         setup_failed(g, why ? why : "cannot give the scratch build to the sandbox's user", NULL);

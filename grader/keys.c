@@ -6,18 +6,22 @@
  * whole list, in every shard, in the order of the ids): each one's id and
  * the bytes of the files it handed in,
  *
- *   SHA-256("fusionlab-keys-2" 0 secret 0 "batch" 0 N 0
- *           (id 0 M 0 (name 0 size 0 bytes)...)...)
+ *   SHA-256("fusionlab-keys-2" 0 secret 0 "batch" 0 N 0 (D 0)...)
  *     -> first 32 hex digits: the seed, the next 16: the salt
+ *   D = SHA-256("fusionlab-submission-1" 0 id 0 M 0 (name 0 size 0 bytes)...)
+ *       (in hex; M files, each taken whole)
  *
  * so that every student meets the same inputs, and the worked solution's
  * run on them, which the verify stage bears each report out against, is
- * made once per GPU for the whole batch (stage_run.c, verify_runs). A seed
- * that a submission reads from its own process is worth nothing outside
- * that run: no step of one submission can reach another's (the sandbox,
- * steps.c), and a second try, or any other change to any file of the batch,
- * gives every submission new inputs. SHA-256 is coreutils' sha256sum, run on
- * a file in a folder only the grader may read.
+ * made once for the batch by each grader process (stage_run.c, verify_runs;
+ * each --gpus worker and Slurm task is one, and without a secret each draws
+ * its own random one: its inputs are then its own). A seed that a
+ * submission reads from its own process is worth nothing outside that run:
+ * no step of one submission can reach another's (the sandbox, steps.c), and
+ * a second try, or any other change to any file of the batch, gives every
+ * submission new inputs (so does grading some of a batch again on their
+ * own). SHA-256 is coreutils' sha256sum, run on a file in a folder only the
+ * grader may read.
  */
 #define _XOPEN_SOURCE 700
 #include "grade.h"
@@ -60,9 +64,9 @@ static void add0(sbuf *b, const char *s, size_t n)
     sbuf_addn(b, "", 1);
 }
 
-/* The seed and salt of SHA-256(b), b hashed in a folder only the grader
- * may read; b is freed. */
-static int keys_from(grader *g, sbuf *b, submission_keys *k)
+/* SHA-256(b) in hex, b hashed in a folder only the grader may read; b is
+ * freed. NULL when it could not be made. */
+static char *sha256_of(grader *g, sbuf *b)
 {
     char *dir = path_join(g->work, "keys");
     mkdir_p(dir);
@@ -74,6 +78,13 @@ static int keys_from(grader *g, sbuf *b, submission_keys *k)
     unlink(path);
     free(path);
     free(dir);
+    return hex;
+}
+
+/* The seed and salt of SHA-256(b); b is freed. */
+static int keys_from(grader *g, sbuf *b, submission_keys *k)
+{
+    char *hex = sha256_of(g, b);
     if (hex == NULL) return -1;
     k->seed = xstrndup(hex, 32);
     k->salt = xstrndup(hex + 32, 16);
@@ -118,13 +129,6 @@ int keys_derive_batch(grader *g, char *const *ids, char *const *paths, int n,
 {
     memset(k, 0, sizeof *k);
     if (secret_ready(g) != 0) return -1;
-    sbuf b = {0};
-    char num[32];
-    add0(&b, "fusionlab-keys-2", 16);
-    add0(&b, g->batch_secret, strlen(g->batch_secret));
-    add0(&b, "batch", 5);
-    snprintf(num, sizeof num, "%d", n);
-    add0(&b, num, strlen(num));
     /* in the order of the ids, so that the same submissions give the same
      * inputs whatever order they are graded in */
     int *order = xcalloc((size_t)n + 1, sizeof *order);
@@ -133,19 +137,39 @@ int keys_derive_batch(grader *g, char *const *ids, char *const *paths, int n,
         for (; j > 0 && strcmp(ids[order[j - 1]], ids[i]) > 0; --j) order[j] = order[j - 1];
         order[j] = i;
     }
-    for (int o = 0; o < n; ++o) {
+    sbuf b = {0};
+    char num[32];
+    add0(&b, "fusionlab-keys-2", 16);
+    add0(&b, g->batch_secret, strlen(g->batch_secret));
+    add0(&b, "batch", 5);
+    snprintf(num, sizeof num, "%d", n);
+    add0(&b, num, strlen(num));
+    int rc = 0;
+    for (int o = 0; o < n && rc == 0; ++o) {
+        /* each submission's files hashed on their own: one submission's
+         * bytes in memory at a time */
         int i = order[o];
         intake in;
         intake_load(paths[i], &g->man, g->rub.max_file_bytes, &in);
         int m = 0;
         for (int f = 0; f < in.n_files; ++f) m += in.files[f].status == FILE_OK;
-        add0(&b, ids[i], strlen(ids[i]));
+        sbuf one = {0};
+        add0(&one, "fusionlab-submission-1", 22);
+        add0(&one, ids[i], strlen(ids[i]));
         snprintf(num, sizeof num, "%d", m);
-        add0(&b, num, strlen(num));
-        add_files(&b, &in);
+        add0(&one, num, strlen(num));
+        add_files(&one, &in);
         intake_free(&in);
+        char *hex = sha256_of(g, &one);
+        if (hex == NULL) rc = -1;
+        else add0(&b, hex, strlen(hex));
+        free(hex);
     }
     free(order);
+    if (rc != 0) {
+        sbuf_free(&b);
+        return -1;
+    }
     return keys_from(g, &b, k);
 }
 

@@ -980,22 +980,46 @@ static int same_keys(const struct trusted_suite *t, const submission_keys *k)
     return k->seed && k->salt && strcmp(t->seed, k->seed) == 0 && strcmp(t->salt, k->salt) == 0;
 }
 
-/* The kept run of (lesson, suite) on the inputs of `keys`, or NULL. */
-static const struct trusted_suite *trusted_kept(const grader *g, const char *lesson,
+static long long file_bytes(const char *path)
+{
+    struct stat st;
+    return path && stat(path, &st) == 0 && S_ISREG(st.st_mode) ? (long long)st.st_size : -1;
+}
+
+/* The kept run of (lesson, suite) on the inputs of `keys`, or NULL; a kept
+ * run whose evidence is no longer there whole is dropped (a run is made). */
+static const struct trusted_suite *trusted_kept(grader *g, const char *lesson,
                                                 const char *suite, const submission_keys *keys)
 {
     for (int i = 0; i < g->n_trusted; ++i) {
-        const struct trusted_suite *t = &g->trusted[i];
-        if (strcmp(t->lesson, lesson) == 0 && strcmp(t->suite, suite) == 0 && same_keys(t, keys))
-            return t;
+        struct trusted_suite *t = &g->trusted[i];
+        if (t->dropped || strcmp(t->lesson, lesson) != 0 || strcmp(t->suite, suite) != 0 ||
+            !same_keys(t, keys))
+            continue;
+        if (file_bytes(t->evidence) == t->bytes) return t;
+        t->dropped = 1;
     }
     return NULL;
 }
 
+/* The kept run of (lesson, suite) on the inputs of `keys` is not used again. */
+static void trusted_drop(grader *g, const char *lesson, const char *suite,
+                         const submission_keys *keys)
+{
+    for (int i = 0; i < g->n_trusted; ++i) {
+        struct trusted_suite *t = &g->trusted[i];
+        if (!t->dropped && strcmp(t->lesson, lesson) == 0 && strcmp(t->suite, suite) == 0 &&
+            same_keys(t, keys))
+            t->dropped = 1;
+    }
+}
+
 /* Keep `run` (and a copy of its evidence) for the batch's later verify
- * stages when it ended with its report and every case of it passed or
- * skipped: a case that failed, crashed, timed out or was killed leaves the
- * suite to be run again for each submission, as it was before it was kept. */
+ * stages when it ended with its report and every case of it passed. A case
+ * that skipped may have skipped for the GPU's state of the moment (several
+ * tests size their inputs by the free memory), and one that failed,
+ * crashed, timed out or was killed may have lost records: then each
+ * submission's verify stage makes its own run, as before. */
 static void trusted_keep(grader *g, const char *lesson, const char *suite, const submission *s,
                          const suite_run *run, const char *evidence)
 {
@@ -1003,7 +1027,7 @@ static void trusted_keep(grader *g, const char *lesson, const char *suite, const
         s->keys.seed == NULL || s->keys.salt == NULL)
         return;
     for (int i = 0; i < run->n; ++i)
-        if (run->cases[i].status != CR_PASSED && run->cases[i].status != CR_SKIPPED) return;
+        if (run->cases[i].status != CR_PASSED) return;
     /* under --work, which no step binds; the folder is the grader's alone
      * even where the steps run as another user who may read --work */
     char *dir = path_join(g->work, "trusted");
@@ -1028,6 +1052,7 @@ static void trusted_keep(grader *g, const char *lesson, const char *suite, const
     t->made_for = xstrdup(s->id);
     suite_run_copy(run, &t->run);
     t->evidence = name;
+    t->bytes = file_bytes(name);
 }
 
 void trusted_suites_free(grader *g)
@@ -1063,6 +1088,7 @@ char *verify_runs(grader *g, submission *s, lesson_result *lr, const strlist *su
     char *binary = xstrdup(li->b.solution_test_bin);
     suite_run *tru = xcalloc((size_t)(suites->n + 1), sizeof *tru);
     char **tev = xcalloc((size_t)(suites->n + 1), sizeof *tev);
+    int *used_kept = xcalloc((size_t)(suites->n + 1), sizeof *used_kept);
     double t0 = now_s();
     g->trusted_untimed = 1;
     for (int i = 0; i < suites->n; ++i) {
@@ -1095,11 +1121,12 @@ char *verify_runs(grader *g, submission *s, lesson_result *lr, const strlist *su
         const struct trusted_suite *kept = trusted_kept(g, li->number, suites->v[i], &s->keys);
         if (kept) {
             /* the batch's inputs are every submission's: the worked
-             * solution's run on them, made for an earlier one, ended cleanly */
+             * solution's run on them, made for an earlier one, passed whole */
             fprintf(stderr, "%s: verifying %s against the worked solution's run on the batch's "
                     "inputs (made for %s)\n", progress, suites->v[i], kept->made_for);
             suite_run_copy(&kept->run, &tru[i]);
             tev[i] = xstrdup(kept->evidence);
+            used_kept[i] = 1;
             continue;
         }
         fprintf(stderr, "%s: verifying %s against the worked solution\n", progress,
@@ -1109,12 +1136,52 @@ char *verify_runs(grader *g, submission *s, lesson_result *lr, const strlist *su
         trusted_keep(g, li->number, suites->v[i], s, &tru[i], tev[i]);
     }
     g->trusted_untimed = 0;
-    lr->verify_s = now_s() - t0;
+    int *n0 = xcalloc((size_t)suites->n + 1, sizeof *n0);
+    for (int i = 0; i < suites->n; ++i) n0[i] = runs[i].n;
     char *why = verify_lesson(suites, runs, evidence, tru, tev, grader_fault);
+    int again = 0;
+    for (int i = 0; i < suites->n; ++i) again |= used_kept[i];
+    if (why && again && !proc_interrupted()) {
+        /* not borne out by the kept runs: judged again against runs made for
+         * this report (the GPU may have been otherwise when a kept run was
+         * made), and only that counts; the cases the first judgement added
+         * to a run without its report are taken back first */
+        free(why);
+        for (int i = 0; i < suites->n; ++i) {
+            for (int c = n0[i]; c < runs[i].n; ++c) {
+                free(runs[i].cases[c].test);
+                free(runs[i].cases[c].message);
+                free(runs[i].cases[c].extra);
+            }
+            runs[i].n = n0[i];
+            if (!used_kept[i]) continue;
+            suite_run_free(&tru[i]);
+            free(tev[i]);
+            tev[i] = NULL;
+            fprintf(stderr, "%s: verifying %s against the worked solution, in a run of its own "
+                    "(the kept runs did not bear the report out)\n", progress, suites->v[i]);
+            g->trusted_untimed = 1;
+            run_suite_gpu(g, lr, STEP_TRUSTED, &s->keys, binary, suites->v[i], g->suite_timeout,
+                          &tru[i], NULL, &tev[i]);
+            g->trusted_untimed = 0;
+        }
+        why = verify_lesson(suites, runs, evidence, tru, tev, grader_fault);
+        if (why == NULL)
+            /* borne out by runs of its own and not by the kept ones: those
+             * are not used again, these are kept in their place */
+            for (int i = 0; i < suites->n; ++i) {
+                if (!used_kept[i]) continue;
+                trusted_drop(g, li->number, suites->v[i], &s->keys);
+                trusted_keep(g, li->number, suites->v[i], s, &tru[i], tev[i]);
+            }
+    }
+    lr->verify_s = now_s() - t0;
     for (int i = 0; i < suites->n; ++i) {
         suite_run_free(&tru[i]);
         free(tev[i]);
     }
+    free(n0);
+    free(used_kept);
     free(tru);
     free(tev);
     free(binary);
@@ -1241,7 +1308,16 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
     const lesson_info *li = lr->li;
     char *script = path_join(g->course, "tools/sanitize");
     char *outdir = step_scratch(g, "sanitize");
-    if (outdir == NULL) outdir = path_join(g->run_dir, "sanitize"); /* the run will say */
+    if (outdir == NULL) {
+        /* (never a folder an earlier step left: the check is not run) */
+        memset(sr, 0, sizeof *sr);
+        sr->status = ST_NOT_RUN;
+        sr->output = xstrdup("not run: the grader could not make the sanitizer's scratch folder "
+                             "(the grading machine's fault, not your code's; grade again)");
+        strlist_add(&lr->notes, "the sanitizer check was not run: no scratch folder");
+        free(script);
+        return;
+    }
     char per_tool[32];
     double each = g->sanitizer_timeout / 4.0;
     snprintf(per_tool, sizeof per_tool, "%ld", each < 1.0 ? 1L : (long)each);

@@ -131,10 +131,12 @@ suite_run *run_suites(grader *g, submission *s, lesson_result *lr, const char *b
  * when the student's report claims nothing the grader cannot bear out.
  * A run of the student's that ended without its report gets the cases the
  * trusted run ran beyond those its output shows, as not passed. Each
- * suite's run is made once per GPU for the batch, whose submissions all
- * meet the same inputs (keys.c): the first verify stage that needs it makes
- * it, and when every case of it passed or skipped, its results and a copy
- * of its evidence are kept (g->trusted) for every later one. */
+ * suite's run is made once for the batch, whose submissions all meet the
+ * same inputs (keys.c): the first verify stage that needs it makes it, and
+ * when every case of it passed, its results and a copy of its evidence are
+ * kept (g->trusted) for every later one of this grader (this GPU's worker).
+ * A report the kept runs do not bear out is judged again against runs made
+ * for it, and only that counts. */
 struct trusted_suite {
     char lesson[3];
     char *suite;
@@ -142,6 +144,8 @@ struct trusted_suite {
     char *made_for;    /* the submission whose verify stage made it */
     suite_run run;
     char *evidence;    /* its copy under --work, in a folder no step sees */
+    long long bytes;   /* the copy's size: a copy no longer there whole is not used */
+    int dropped;       /* not used again (its copy was not there whole) */
 };
 void trusted_suites_free(grader *g);
 char *verify_runs(grader *g, submission *s, lesson_result *lr, const strlist *suites,

@@ -25,10 +25,13 @@
 #define _XOPEN_SOURCE 700
 #include "stages.h"
 
+#include <errno.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define GIB (1024ull * 1024ull * 1024ull)
@@ -186,9 +189,29 @@ int run_step(grader *g, step_kind kind, const lesson_info *li, const char *scrat
 
 char *step_scratch(grader *g, const char *name)
 {
+    static long aside;
     char *dir = path_join(g->run_dir, name);
     rm_rf(dir);
-    if (mkdir_p(dir) != 0 || sandbox_own(&g->sbx, dir) != 0) {
+    /* a step starts in a folder made for it, empty: what an earlier step (the
+     * last submission's, of the same name) left there that could not be
+     * removed is moved aside, never inherited */
+    if (mkdir(dir, 0755) != 0) {
+        /* (a name no folder has: the clock, the process and a count, and
+         * looked at first, as rename would replace an empty folder) */
+        int moved = 0;
+        for (int tries = 0; tries < 100 && !moved; ++tries) {
+            struct stat st;
+            char *away = xasprintf("%s.left-%ld-%ld-%ld", dir, (long)time(NULL), (long)getpid(),
+                                   ++aside);
+            moved = lstat(away, &st) != 0 && errno == ENOENT && rename(dir, away) == 0;
+            free(away);
+        }
+        if (!moved || mkdir(dir, 0755) != 0) {
+            free(dir);
+            return NULL;
+        }
+    }
+    if (sandbox_own(&g->sbx, dir) != 0) {
         free(dir);
         return NULL;
     }

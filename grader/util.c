@@ -583,11 +583,44 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
     return unlink(path) == 0 ? 0 : -1;
 }
 
+/* (rm_rf's first passes: every folder readable, writable and searchable by
+ * its owner, as a step may have left one that its owner, the grader or the
+ * sandbox user, could not empty; links are not followed, FTW_PHYS) */
+static int dnr_seen, unlock_depth;
+
+static int own_folder(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)ftw;
+    if (flag == FTW_D || flag == FTW_DNR) {
+        if ((st->st_mode & S_IRWXU) != S_IRWXU) chmod(path, (st->st_mode & 0777) | S_IRWXU);
+        if (flag == FTW_DNR) {
+            /* unlocked now: walked into at once (a chain of locked folders
+             * in one pass, up to a depth; the next pass goes on from there) */
+            if (unlock_depth < 32) {
+                ++unlock_depth;
+                nftw(path, own_folder, 8, FTW_PHYS);
+                --unlock_depth;
+            } else {
+                dnr_seen = 1;
+            }
+        }
+    }
+    return 0;
+}
+
 int rm_rf(const char *path)
 {
     struct stat st;
     if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : -1;
     if (!S_ISDIR(st.st_mode)) return unlink(path);
+    /* a folder that could not be read is readable after its pass, and its
+     * own folders are reached by the next (a chain of them: one pass each) */
+    for (int pass = 0; pass < 64; ++pass) {
+        dnr_seen = 0;
+        unlock_depth = 0;
+        nftw(path, own_folder, 32, FTW_PHYS);
+        if (!dnr_seen) break;
+    }
     return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS);
 }
 

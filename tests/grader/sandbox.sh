@@ -25,6 +25,14 @@ else
 fi
 [ "$(cat "$victim")" = '{"score": 3}' ] && echo "ok   the victim's results are unchanged" ||
     { echo "FAIL the victim's results changed"; fail=1; }
+# a step of the same name on the same --work starts in an empty folder,
+# whatever the last one left there
+for what in plant look; do
+    FUSIONLAB_GRADE_SEED=$secret "$grader" --course "$course" --work "$dir/work" \
+        --sandbox-probe "$course/tests/grader/scratch_probe.sh" "$what" >"$dir/scratch-$what.log" 2>&1 ||
+        { echo "FAIL the scratch probe's $what step failed: $(grep -v '^probe:' "$dir/scratch-$what.log" | tail -2)"; fail=1; }
+done
+grep -E '^(ok|FAIL)' "$dir/scratch-look.log"
 after=$(cd "$course" && find lessons common tools -type f -exec cksum {} + | sort | cksum)
 [ "$before" = "$after" ] && echo "ok   the course is unchanged" ||
     { echo "FAIL the course changed"; fail=1; }
