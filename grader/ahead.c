@@ -7,14 +7,20 @@
  * anything, and the next lesson of the batch (the same submission's, or the
  * next submission's first) is built and scanned in a child process of the
  * grader while this one's verifying runs go on (the worked solution's code,
- * not the student's). The grader waits for the child before the sanitizer:
- * no student's code runs beside a build, nor anything that times. When the
+ * not the student's). When the next lesson is the same submission's, the
+ * child goes on beside this lesson's sanitizer too: that runs the same
+ * student's code, which may see only its own next lesson being made, and
+ * times nothing. The next submission's first lesson is waited for before
+ * the sanitizer: no student's code runs beside another submission's build,
+ * and nothing that times runs beside any build. When the
  * next lesson's turn comes, it takes what the child found, the state,
  * summary, detail and notes prepare_lesson() would have given in this
  * process, and the build log it wrote, but only a verdict no process could
  * have changed (built and scanned clean; not handed in; refused at intake):
- * a build or scan that failed beside the verifying runs is done again, in
- * turn and alone, and only that counts. A child that ends without its
+ * a build or scan that failed beside the verifying runs or the sanitizer
+ * is done again, in turn and alone, and only that counts (and a sanitizer
+ * verdict that a neighbour could have caused is checked again once the
+ * child has ended: stage_run.c). A child that ends without its
  * result costs only time the same way.
  *
  * Only a lesson other than the one being graded is built ahead: both use the
@@ -118,6 +124,13 @@ void ahead_start(grader *g, const lesson_result *now)
     pending.s = g->next_s;
     pending.li = li;
     pending.path = path;
+}
+
+/* Whether the child builds a lesson of `s` (the one being graded): such a
+ * build may go on beside the sanitizer's run of s's own code (lesson.c). */
+int ahead_for(const submission *s)
+{
+    return pending.pid > 0 && pending.s == s;
 }
 
 /* Reap the child (stopping it first when the batch was interrupted: a

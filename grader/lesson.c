@@ -294,15 +294,19 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
     ahead_start(g, lr);
     int grader_fault = 0;
     char *unverified = verify_runs(g, s, lr, &suites, runs, evidence, progress, &grader_fault);
-    /* the sanitizer runs the student's code again: not beside a build (the
-     * child's processes would count against the same sandbox user's limits,
-     * and another submission's objects are not for this one's code to see
-     * being made) */
-    ahead_finish();
+    /* the sanitizer runs the student's code again, and times nothing: beside
+     * the build of this submission's own next lesson, not beside another
+     * submission's (whose objects are not for this one's code to see being
+     * made). Both count against the sandbox user's limits and share the
+     * CPUs: a build that fails beside it is done again in turn (ahead.c),
+     * and a sanitizer verdict a neighbour could have caused is checked again
+     * once the build has ended (run_sanitizer) */
+    if (!ahead_for(s)) ahead_finish();
     t = now_s();
     sanitizer_run san = {ST_NOT_RUN, NULL};
     run_sanitizer(g, s, lr, binary, runs, suites.n, progress, &san);
     lr->sanitizer_s = now_s() - t;
+    ahead_finish();
     free(binary);
     lesson_measured(g, NULL);
 

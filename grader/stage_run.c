@@ -1247,7 +1247,11 @@ static void sanitizer_verdict(const grader *g, lesson_result *lr, const proc_res
         sr->status = ST_PASSED;
         sr->output = xasprintf("compute-sanitizer finds no error (memcheck, racecheck, initcheck, "
                                "synccheck; the small cases)\n%s", report);
-    } else if (r->exit_code == 1) {
+    } else if (r->exit_code == 1 && strstr(r->output, "sanitizer: errors under")) {
+        /* (tools/sanitize's last line says so: an exit status of 1 without
+         * it is something else's, the sandbox's that could not start the
+         * step, say, when a file it hides was being rebuilt beside it:
+         * "could not run" below, which is checked again alone) */
         sr->status = ST_FAILED;
         sr->output = xasprintf("compute-sanitizer found errors in your kernels (0 points; the "
                                "full output is in %s-sanitizer.log):\n%s", li->number, report);
@@ -1419,12 +1423,14 @@ void run_sanitizer(grader *g, submission *s, lesson_result *lr, const char *bina
                 san->output = xstrdup("not run: a test of this lesson ran past its time limit "
                                       "(a kernel that never ends?); the sanitizer would hang too");
             else {
-                /* beside other workers' steps and with --test-jobs processes
-                 * of each tool at once; a verdict a neighbour could
+                /* beside other workers' steps, the build of this
+                 * submission's next lesson (ahead.c) and with --test-jobs
+                 * processes of each tool at once; a verdict a neighbour could
                  * have caused (a tool past its limit, a tool that could not
                  * run, a CUDA call that failed: out of memory) is checked
                  * again with the GPU alone, and that one counts. An error
                  * the tools locate in the student's kernels is theirs. */
+                int beside = ahead_for(s);
                 lr->gpu_wait_s += gpu_hold(g, GPU_SHARED);
                 sanitize(g, s, lr, binary, g->test_jobs, progress, san);
                 gpu_release(g);
@@ -1435,9 +1441,11 @@ void run_sanitizer(grader *g, submission *s, lesson_result *lr, const char *bina
                                           strstr(o, "could not run")
                                     : san->status == ST_NOT_RUN &&
                                           !strstr(o, "no CUDA device") && !strstr(o, "not found");
-                if ((g->gpu_lock || g->test_jobs > 1) && g->gpu && neighbour &&
+                if ((g->gpu_lock || g->test_jobs > 1 || beside) && g->gpu && neighbour &&
                     !proc_interrupted()) {
-                    /* again alone: no other worker, one test at a time */
+                    /* again alone: no other worker, no build ahead, one
+                     * test at a time */
+                    ahead_finish();
                     free(san->output);
                     san->output = NULL;
                     san->status = ST_NOT_RUN;

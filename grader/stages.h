@@ -89,11 +89,14 @@ lesson_state prepare_lesson(grader *g, submission *s, lesson_result *lr, const c
 
 /* ahead.c: the next lesson's build and scan in a child process, once the
  * lesson being graded has nothing left that times (ahead_start, with
- * g->next_s and g->next_k); ahead_finish: wait for it (before the
- * sanitizer); ahead_take: 0 with what it found when it was this lesson's and
+ * g->next_s and g->next_k); ahead_for: whether it builds a lesson of
+ * submission s; ahead_finish: wait for it (before the sanitizer, unless it
+ * builds the same submission's next lesson; before anything runs again
+ * alone); ahead_take: 0 with what it found when it was this lesson's and
  * a verdict taken as it is (else -1: prepare it here); ahead_cancel: stop
  * and reap it */
 void ahead_start(grader *g, const lesson_result *now);
+int ahead_for(const submission *s);
 void ahead_finish(void);
 int ahead_take(const submission *s, lesson_result *lr, lesson_state *st, char **summary,
                char **detail, char **why);

@@ -114,7 +114,12 @@ int run_step(grader *g, step_kind kind, const lesson_info *li, const char *scrat
         lim.as_bytes = 8 * GIB;
         lim.fsize_bytes = 2 * GIB;
         lim.cpu_s = g->build_timeout > 0 ? g->build_timeout : 600;
-        lim.nproc = 512;
+        /* (RLIMIT_NPROC counts all the sandbox user's processes and
+         * threads: a build ahead (ahead.c) runs beside the sanitizer's, up
+         * to 424 at once on an H200 of 16 CPUs. Below a test step's 1024:
+         * where the two meet a cap, the build is the one that fails, and
+         * it is done again in turn) */
+        lim.nproc = 768;
         break;
     case STEP_SCAN:
         strlist_add(&ro, g->build);
@@ -124,7 +129,7 @@ int run_step(grader *g, step_kind kind, const lesson_info *li, const char *scrat
         lim.as_bytes = 4 * GIB;
         lim.fsize_bytes = 1 * GIB;
         lim.cpu_s = 300;
-        lim.nproc = 256;
+        lim.nproc = 768; /* (as the build's: it may run beside the sanitizer) */
         break;
     case STEP_TEST:
     case STEP_TRUSTED:
@@ -175,9 +180,14 @@ int run_step(grader *g, step_kind kind, const lesson_info *li, const char *scrat
     opts.cwd = scratch ? scratch : opts.cwd;
     int rc = proc_run(full.v, &opts, r);
     if (getenv("FUSIONLAB_GRADE_DEBUG")) {
-        fprintf(stderr, "step:");
-        for (int i = 0; i < full.n; ++i) fprintf(stderr, " %s", full.v[i]);
-        fprintf(stderr, "\n-> exit %d in %.2f s\n%s\n", r->exit_code, r->elapsed_s, r->output);
+        /* one write: a build ahead (ahead.c) writes its steps' lines beside */
+        sbuf b = {0};
+        sbuf_add(&b, "step:");
+        for (int i = 0; i < full.n; ++i) sbuf_addf(&b, " %s", full.v[i]);
+        sbuf_addf(&b, "\n-> exit %d in %.2f s\n%s\n", r->exit_code, r->elapsed_s, r->output);
+        fputs(sbuf_str(&b), stderr);
+        fflush(stderr);
+        sbuf_free(&b);
     }
     strlist_free(&full);
     strlist_free(&ro);

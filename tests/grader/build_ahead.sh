@@ -88,6 +88,26 @@ grep -q 'compile error' "$out/ahead/submissions/bad02/results.json" ||
     fail "bad02's lesson 02, built ahead, is not a compile error"
 grep -q 'flagged by the object scan' "$out/ahead/submissions/flagged/results.json" ||
     fail "flagged's lesson 01, built ahead, was not flagged"
+# the sanitizer runs the student's code: beside the build of the same
+# submission's next lesson (good's 02 may be built while good's 01 is
+# sanitized), never beside another submission's (flagged's 01, built ahead
+# beside good's 02, has ended before good's 02 is sanitized). The steps'
+# lines (FUSIONLAB_GRADE_DEBUG) are written as each step ends; the object
+# scans come in this order: good 01, good 02 (ahead), flagged 01 (ahead),
+# flagged 01 again in turn (it failed ahead).
+# shellcheck disable=SC2086 # $common: a list, split on purpose
+FUSIONLAB_GRADE_DEBUG=1 "$grader" "$out/in/good" "$out/in/flagged" $common --out "$out/order" \
+    >"$out/order.log" 2>&1 || fail "the batch good, flagged failed: $(tail -3 "$out/order.log")"
+scans=$(grep -n '^step: sh [^ ]*/tools/scan-objects ' "$out/order.log" | cut -d: -f1 | tr '\n' ' ')
+san=$(grep -n '^\[1/2\] good 02-fused-softmax: compute-sanitizer' "$out/order.log" | cut -d: -f1)
+# shellcheck disable=SC2086 # the line numbers, split on purpose
+set -- $scans
+[ $# -eq 4 ] && [ -n "$san" ] ||
+    fail "expected 4 object scans and good 02's sanitizer in $out/order.log, found scans at lines '$scans', the sanitizer at '$san'"
+[ "$3" -lt "$san" ] && [ "$san" -lt "$4" ] ||
+    fail "flagged's lesson 01, built ahead (its scan ended at line $3), was still being built when good's lesson 02 was sanitized (line $san)"
+echo "ok: no submission's code is sanitized beside another submission's build"
+
 # a test step sees no other lesson's student artifacts (grader/steps.c): with
 # the sandbox, lesson 02's test step hides lesson 01's library, objects and
 # test program, and runs its own (the step's command, FUSIONLAB_GRADE_DEBUG)
