@@ -1307,7 +1307,7 @@ static char *trusted_listing(grader *g, lesson_result *lr, const char *dir)
  * grader's sanitizer limit; its report becomes the check's output, the
  * sanitizer's own output the log NN-sanitizer.log. */
 static void sanitize(grader *g, submission *s, lesson_result *lr, const char *binary,
-                     int jobs, const char *progress, sanitizer_run *sr)
+                     int jobs, int no_again, const char *progress, sanitizer_run *sr)
 {
     const lesson_info *li = lr->li;
     char *script = path_join(g->course, "tools/sanitize");
@@ -1339,7 +1339,7 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
     char *list_file = trusted_listing(g, lr, outdir);
     char *argv[] = {"sh", script, "--tool", "all", "--timeout", per_tool, "--jobs", njobs,
                     "--out", outdir, "--files", (char *)sbuf_str(&files), NULL, NULL, NULL,
-                    NULL, NULL, NULL};
+                    NULL, NULL, NULL, NULL};
     int na = 12; /* (the entries above, up to the files) */
     if (list_file) {
         argv[na++] = "--list-file";
@@ -1362,6 +1362,7 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
         }
         free(src);
     }
+    if (no_again) argv[na++] = "--no-again";
     argv[na] = (char *)binary;
     char *seed_env = s->keys.seed ? xasprintf("FUSIONLAB_GRADE_SEED=%s", s->keys.seed) : NULL;
     char *conn_env = cuda_connections_env(g, NULL);
@@ -1405,6 +1406,27 @@ static void sanitize(grader *g, submission *s, lesson_result *lr, const char *bi
     sbuf_free(&files);
 }
 
+/* Whether the lesson earns no correctness points from these runs: the
+ * rubric scores some of its suites' cases, and not one case of any suite
+ * passed. The sanitizer check is then worth nothing, clean or not: a clean
+ * run earns its points in the share of the correctness points earned
+ * (score_lesson). */
+static int earns_nothing(const rubric_lesson *rl, const suite_run *runs, int n_runs)
+{
+    int scored = 0;
+    for (int i = 0; i < rl->n && !scored; ++i) {
+        const rubric_check *k = &rl->checks[i];
+        if (k->kind == KIND_SANITIZER || k->kind == KIND_SPEED) continue;
+        for (int j = 0; j < n_runs && !scored; ++j)
+            scored = runs[j].suite && strcmp(runs[j].suite, k->suite) == 0;
+    }
+    if (!scored) return 0;
+    for (int i = 0; i < n_runs; ++i)
+        for (int c = 0; c < runs[i].n; ++c)
+            if (runs[i].cases[c].status == CR_PASSED) return 0;
+    return 1;
+}
+
 void run_sanitizer(grader *g, submission *s, lesson_result *lr, const char *binary,
                    const suite_run *runs, int n_runs, const char *progress, sanitizer_run *san)
 {
@@ -1431,9 +1453,24 @@ void run_sanitizer(grader *g, submission *s, lesson_result *lr, const char *bina
                  * again with the GPU alone, and that one counts. An error
                  * the tools locate in the student's kernels is theirs. */
                 int beside = ahead_for(s);
+                /* a lesson that passed no case: what the tools find is shown,
+                 * and nothing hangs on it (the check earns 0 either way), so
+                 * the tests run together are not run again one by one, nor
+                 * is the verdict checked again alone (an untouched skeleton's
+                 * every case fails, and every test ran twice) */
+                int nothing = earns_nothing(rl, runs, n_runs);
                 lr->gpu_wait_s += gpu_hold(g, GPU_SHARED);
-                sanitize(g, s, lr, binary, g->test_jobs, progress, san);
+                sanitize(g, s, lr, binary, g->test_jobs, nothing, progress, san);
                 gpu_release(g);
+                if (nothing && san->status != ST_NOT_RUN) {
+                    char *o = san->output;
+                    san->output = xasprintf("(no case of this lesson passed, so this check "
+                                            "earns nothing either way: the tests the tools ran "
+                                            "together were not run again one by one)\n%s",
+                                            o ? o : "");
+                    free(o);
+                }
+                if (nothing) break;
                 const char *o = san->output ? san->output : "";
                 int neighbour = san->status == ST_FAILED
                                     ? strstr(o, "ran past its") || strstr(o, "did not finish") ||
@@ -1451,7 +1488,7 @@ void run_sanitizer(grader *g, submission *s, lesson_result *lr, const char *bina
                     san->status = ST_NOT_RUN;
                     lr->reruns++;
                     lr->gpu_wait_s += gpu_hold(g, GPU_ALONE);
-                    sanitize(g, s, lr, binary, 1, progress, san);
+                    sanitize(g, s, lr, binary, 1, 0, progress, san);
                     gpu_release(g);
                 }
             }

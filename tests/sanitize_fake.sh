@@ -303,6 +303,21 @@ rc=$(FAKE_SLEEP=0 FAKE_TOOL=racecheck FAKE_BAD=A_one/beta run_sanitize errboth -
     --source "$t/test_fake.c")
 [ "$rc" = 1 ] && grep -q '^racecheck: 1 error' "$t/errboth.out" &&
     ok "an error in both runs of the test is found" || { bad "an error in both runs: exit $rc"; cat "$t/errboth.out"; }
+# --no-again: the run with the cases together stands, not run again one by one
+# (a case that failed: the tool's verdict as it found it, clean here; an
+# error found only together: it counts)
+want_once="A_one/alpha A_one/beta#together A_one/gamma B_two/delta B_two/eps "
+rc=$(FAKE_SLEEP=0 FAKE_TOGETHER_FAIL=1 run_sanitize noagain --jobs 2 --tool racecheck --source "$t/test_fake.c" --no-again)
+[ "$rc" = 0 ] && [ "$(ran noagain)" = "$want_once" ] && [ ! -e "$t/noagain/racecheck.d/2.together.log" ] &&
+    grep -q 'a case failed with every case in one process; not run again one by one (--no-again)' "$t/noagain/racecheck.log" &&
+    grep -q " racecheck A_one/beta (cases together; not run again one by one)\$" "$t/noagain/times.txt" &&
+    ok "--no-again: a case failed with the cases together; that run stands" ||
+    { bad "--no-again, a case failed: exit $rc, ran '$(ran noagain)'"; cat "$t/noagain.out"; }
+rc=$(FAKE_SLEEP=0 FAKE_TOOL=racecheck FAKE_BAD=A_one/beta FAKE_BAD_MODE=together run_sanitize noagain_err \
+    --jobs 2 --tool racecheck --source "$t/test_fake.c" --no-again)
+[ "$rc" = 1 ] && [ "$(ran noagain_err)" = "$want_once" ] && grep -q '^racecheck: 1 error' "$t/noagain_err.out" &&
+    ok "--no-again: an error found with the cases together counts" ||
+    { bad "--no-again, an error together: exit $rc, ran '$(ran noagain_err)'"; cat "$t/noagain_err.out"; }
 rc=$(run_sanitize nosource --source "$t/none.c")
 [ "$rc" = 2 ] && grep -q -- '--source .* cannot be read' "$t/nosource.out" && ok "--source that is not there refused" ||
     bad "--source missing: exit $rc"
