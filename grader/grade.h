@@ -153,6 +153,7 @@ typedef struct {
     double scan_s, audit_s; /* the object scan; the speed audit under Nsight Compute */
     double sanitizer_s;  /* the sanitizer stage */
     double gpu_wait_s;   /* waiting for the GPU (other workers' steps on it) */
+    double ahead_wait_s; /* waiting for the next lesson's build ahead (ahead.c) */
     int built_ahead;     /* built and scanned by ahead.c's child */
     int reruns;          /* steps run again alone on the GPU: shared, they did
                             not come out clean (gpulock.c) */

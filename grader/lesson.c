@@ -103,6 +103,9 @@ char *stage_times(const lesson_result *lr)
     if (b.len == 0) sbuf_add(&b, "no stage ran");
     /* several workers on one GPU: the stages' times above include these */
     if (lr->gpu_wait_s >= 0.05) sbuf_addf(&b, "; waited for the GPU %.1f s", lr->gpu_wait_s);
+    /* (outside every stage above: the build ahead outlasted them) */
+    if (lr->ahead_wait_s >= 0.05)
+        sbuf_addf(&b, "; waited for the next lesson's build %.1f s", lr->ahead_wait_s);
     if (lr->reruns)
         sbuf_addf(&b, "; %d run%s again alone on the GPU", lr->reruns, lr->reruns == 1 ? "" : "s");
     return sbuf_take(&b);
@@ -301,12 +304,16 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
      * CPUs: a build that fails beside it is done again in turn (ahead.c),
      * and a sanitizer verdict a neighbour could have caused is checked again
      * once the build has ended (run_sanitizer) */
+    t = now_s();
     if (!ahead_for(s)) ahead_finish();
+    lr->ahead_wait_s = now_s() - t;
     t = now_s();
     sanitizer_run san = {ST_NOT_RUN, NULL};
     run_sanitizer(g, s, lr, binary, runs, suites.n, progress, &san);
     lr->sanitizer_s = now_s() - t;
+    t = now_s();
     ahead_finish();
+    lr->ahead_wait_s += now_s() - t;
     free(binary);
     lesson_measured(g, NULL);
 

@@ -65,7 +65,8 @@ cmp -s "$out/ahead/roster.csv" "$out/turn/roster.csv" ||
 # every check, less the stage times and the mark of a build ahead
 norm() {
     grep -v '"execution_time"' "$1" |
-        sed -E 's/ \(ahead\)//g; s/[0-9]+\.[0-9]+ s([^a-z]|$)/T s\1/g; s/[0-9.]+ s since/T s since/g'
+        sed -E "s/ \(ahead\)//g; s/; waited for the next lesson's build [0-9.]+ s//g" |
+        sed -E 's/[0-9]+\.[0-9]+ s([^a-z]|$)/T s\1/g; s/[0-9.]+ s since/T s since/g'
 }
 for s in good bad02 flagged skeleton empty; do
     a=$out/ahead/submissions/$s b=$out/turn/submissions/$s
