@@ -51,7 +51,8 @@ grep -q "verifying A_count against the worked solution$" "$out/once.log" &&
     fail "the verify stage ran A_count itself too"
 a=$out/direct/submissions/sub
 b=$out/once/shards/0/submissions/sub
-norm() { grep -v '"execution_time"' "$1" | sed -E 's/; waited for the next lesson.s build [0-9.]+ s//g; s/[0-9]+\.[0-9]+ s([^a-z]|$)/T s\1/g; s/[0-9.]+ s since/T s since/g; s/; [0-9]+ runs? again alone on the GPU//g'; }
+# shellcheck source=tests/grader/norm.sh
+. "$(cd "$(dirname "$0")" && pwd)/norm.sh" # norm FILE: results.json less its times
 norm "$a/results.json" >"$out/a.json"
 norm "$b/results.json" >"$out/b.json"
 cmp -s "$out/a.json" "$out/b.json" ||
