@@ -55,6 +55,10 @@
 //@[
 #include <float.h>
 #include <stdint.h>
+//@{
+#include <cooperative_groups.h>
+//@ guided
+//@}
 
 // Registers per thread for the row: kSlots float4s = 32 floats. With at most
 // 1024 threads in a block that keeps rows up to 32768 floats on chip.
@@ -535,17 +539,64 @@ __global__ void __launch_bounds__(T)
 // ============================================================================
 // Part C — long rows: the online softmax
 // ============================================================================
+//@{ C1 C3
 
-//@{
-// Same layout, block b computes row b, blockDim.x = kOnlineThreads. The row
-// does not fit on chip, so pass 1 streams it once keeping, per thread, the
-// max so far m and the sum so far d = sum exp(x - m). When a new element
-// raises the max, the old terms must be rescaled to the new max:
+// Pass 1 over the n floats at xr (the block's threads share them, slots as in
+// load_slot): this thread's max so far m and sum so far d = sum exp(x - m).
+// When new elements raise the max, the old terms are rescaled to it:
 //     m_new = max(m_old, x)
 //     d_new = d_old * exp(m_old - m_new) + exp(x - m_new)
 // (here applied to kOnlineUnroll float4s at a time: one rescale per group).
-// The block then merges the threads' (m, d) pairs, and pass 2 reads the row
-// again to write y = exp(x - m) / d.
+__device__ void online_pass1(const float *__restrict__ xr, int n, int vec, float *m_out,
+                             float *d_out)
+{
+    int nslots = CEIL_DIV(n, 4 * (int)blockDim.x);
+    float m = -FLT_MAX, d = 0.0f;
+    for (int j0 = 0; j0 < nslots; j0 += kOnlineUnroll) {
+        float4 v[kOnlineUnroll];
+#pragma unroll
+        for (int u = 0; u < kOnlineUnroll; ++u) // past the end: -FLT_MAX
+            v[u] = load_slot(xr, n, j0 + u, vec);
+        float m_new = m;
+#pragma unroll
+        for (int u = 0; u < kOnlineUnroll; ++u) m_new = fmaxf(m_new, max4(v[u]));
+        float s = 0.0f;
+#pragma unroll
+        for (int u = 0; u < kOnlineUnroll; ++u)
+            if (j0 + u < nslots) s += exp4_sum(&v[u], m_new);
+        d = d * __expf(m - m_new) + s; // d_new = d_old exp(m_old - m_new) + sum exp(x - m_new)
+        m = m_new;
+    }
+    *m_out = m;
+    *d_out = d;
+}
+
+// Pass 2 over the same floats: y = exp(x - m) * inv, reading x again.
+__device__ void online_pass2(const float *__restrict__ xr, float *__restrict__ yr, int n,
+                             int vec, float m, float inv)
+{
+    int nslots = CEIL_DIV(n, 4 * (int)blockDim.x);
+    for (int j0 = 0; j0 < nslots; j0 += kOnlineUnroll) {
+        float4 v[kOnlineUnroll];
+#pragma unroll
+        for (int u = 0; u < kOnlineUnroll; ++u) v[u] = load_slot(xr, n, j0 + u, vec);
+#pragma unroll
+        for (int u = 0; u < kOnlineUnroll; ++u)
+            if (j0 + u < nslots) {
+                (void)exp4_sum(&v[u], m);
+                store_slot(yr, n, j0 + u, vec, scale4(v[u], inv));
+            }
+    }
+}
+//@ guided
+//@}
+
+//@{
+// Same layout, block b computes row b, blockDim.x = kOnlineThreads. The row
+// does not fit on chip, so pass 1 (online_pass1, above) streams it once
+// keeping, per thread, the max so far m and the sum so far d; the block then
+// merges the threads' (m, d) pairs, and pass 2 reads the row again to write
+// y = exp(x - m) / d.
 //@ guided
 //| // Same layout, block b computes row b, blockDim.x = kOnlineThreads. The row
 //| // does not fit on chip, so it is read twice: once to find m and d, once to
@@ -558,42 +609,12 @@ __global__ void __launch_bounds__(512)
     __shared__ float partial_m[32], partial_d[32];
     const float *xr = x + (size_t)blockIdx.x * cols;
     float *yr = y + (size_t)blockIdx.x * cols;
-    int nslots = CEIL_DIV(cols, 4 * (int)blockDim.x);
-
-    // pass 1: m and d of this thread's share of the row
-    float m = -FLT_MAX, d = 0.0f;
-    for (int j0 = 0; j0 < nslots; j0 += kOnlineUnroll) {
-        float4 v[kOnlineUnroll];
-#pragma unroll
-        for (int u = 0; u < kOnlineUnroll; ++u) // past the row's end: -FLT_MAX
-            v[u] = load_slot(xr, cols, j0 + u, vec);
-        float m_new = m;
-#pragma unroll
-        for (int u = 0; u < kOnlineUnroll; ++u) m_new = fmaxf(m_new, max4(v[u]));
-        float s = 0.0f;
-#pragma unroll
-        for (int u = 0; u < kOnlineUnroll; ++u)
-            if (j0 + u < nslots) s += exp4_sum(&v[u], m_new);
-        d = d * __expf(m - m_new) + s; // d_new = d_old exp(m_old - m_new) + sum exp(x - m_new)
-        m = m_new;
-    }
+    float m, d;
+    online_pass1(xr, cols, vec, &m, &d); // this thread's (m, d)
     // A thread whose slots were all past the end keeps m = -FLT_MAX; the
     // merge scales its d by exp(-FLT_MAX - m_row) = 0, so it adds nothing.
     block_online_merge(&m, &d, partial_m, partial_d);
-
-    // pass 2: y = exp(x - m) / d, reading x again
-    float inv = 1.0f / d;
-    for (int j0 = 0; j0 < nslots; j0 += kOnlineUnroll) {
-        float4 v[kOnlineUnroll];
-#pragma unroll
-        for (int u = 0; u < kOnlineUnroll; ++u) v[u] = load_slot(xr, cols, j0 + u, vec);
-#pragma unroll
-        for (int u = 0; u < kOnlineUnroll; ++u)
-            if (j0 + u < nslots) {
-                (void)exp4_sum(&v[u], m);
-                store_slot(yr, cols, j0 + u, vec, scale4(v[u], inv));
-            }
-    }
+    online_pass2(xr, yr, cols, vec, m, 1.0f / d); // reads x again
 //@ guided
 //|     // Start from these (uncomment):
 //|     //   __shared__ float partial_m[32], partial_d[32];
@@ -619,6 +640,112 @@ __global__ void __launch_bounds__(512)
 //@}
 }
 
+//@{
+// ============================================================================
+// Going further: few long rows, each split over a thread-block cluster
+// ============================================================================
+
+// softmax_online_kernel gives a row one block, so 3 rows of 262147 floats keep
+// 3 of an H200's 132 SMs busy (71.7 us; eager PyTorch's five kernels, which
+// spread every row over the whole GPU, took 30 us). Here a row is split over a
+// cluster of K blocks (Hopper, sm_90: blocks of one cluster run at the same
+// time on nearby SMs and may read each other's shared memory). Block `rank`
+// takes a segment of about cols / K floats and runs both passes of the online
+// softmax over it; between them the K blocks merge their (m, d) pairs through
+// distributed shared memory, so every block ends pass 1 with the row's (m, d)
+// and no second kernel or scratch buffer is needed. Grid (K, rows), cluster
+// (K, 1, 1), kOnlineThreads threads a block.
+__global__ void __launch_bounds__(512)
+    softmax_split_kernel(const float *__restrict__ x, float *__restrict__ y, int cols, int vec)
+{
+#if __CUDA_ARCH__ >= 900
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    __shared__ float partial_m[32], partial_d[32];
+    __shared__ float2 mine, row;
+    const int K = (int)cluster.num_blocks(), rank = (int)cluster.block_rank();
+    // Segments of whole float4s, so a vec row's segments start 16-byte aligned.
+    const int seg = CEIL_DIV(cols, 4 * K) * 4, s0 = rank * seg;
+    const int n = max(0, min(seg, cols - s0));
+    const float *xr = x + (size_t)blockIdx.y * cols + s0;
+    float *yr = y + (size_t)blockIdx.y * cols + s0;
+
+    float m, d;
+    online_pass1(xr, n, vec, &m, &d);
+    block_online_merge(&m, &d, partial_m, partial_d); // this segment's (m, d)
+    if (threadIdx.x == 0) mine = make_float2(m, d);
+    cluster.sync(); // every block's pair is written and visible to the cluster
+    if (threadIdx.x < 32) { // warp 0 merges the K pairs (K <= 32), one a lane
+        float rm = -FLT_MAX, rd = 0.0f;
+        if ((int)threadIdx.x < K) {
+            float2 p = *cluster.map_shared_rank(&mine, threadIdx.x);
+            rm = p.x;
+            rd = p.y;
+        }
+        for (int offset = 16; offset > 0; offset /= 2) {
+            float m2 = __shfl_xor_sync(0xffffffffu, rm, offset);
+            float d2 = __shfl_xor_sync(0xffffffffu, rd, offset);
+            online_merge(&rm, &rd, m2, d2);
+        }
+        if (threadIdx.x == 0) row = make_float2(rm, rd);
+    }
+    // A block's shared memory must outlive every read of it from the cluster,
+    // and `row` must be visible to the whole block: one more cluster barrier.
+    cluster.sync();
+    online_pass2(xr, yr, n, vec, row.x, 1.0f / row.y);
+#else
+    (void)x, (void)y, (void)cols, (void)vec; // launched on sm_90 and newer only
+#endif
+}
+
+// Blocks a row for softmax_split_kernel on the current GPU, or 0 to keep one
+// block a row: the largest power of two K <= SMs / rows that the GPU can place
+// as one cluster (8 on every GPU with clusters, 16 on H100 and H200), when
+// that is at least 4. With more rows, one block a row already fills the GPU:
+// at 64 x 40000 on an H200 the split took 14.2 us, one block a row 11.6.
+static cudaError_t split_blocks(size_t rows, int *k)
+{
+    int dev, cc, sms, clusters;
+    *k = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, dev));
+    if (cc < 9 || !clusters || rows * 4 > (size_t)sms) return cudaSuccess;
+    // Cluster sizes past 8 must be allowed first; then ask what fits.
+    CUDA_CHECK(cudaFuncSetAttribute(softmax_split_kernel,
+                                    cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(16, 1);
+    cfg.blockDim = dim3(kOnlineThreads);
+    int most = 0;
+    CUDA_CHECK(cudaOccupancyMaxPotentialClusterSize(&most, softmax_split_kernel, &cfg));
+    int want = 4;
+    while (want * 2 <= most && (size_t)want * 2 * rows <= (size_t)sms) want *= 2;
+    if (want <= most) *k = want;
+    return cudaSuccess;
+}
+
+static cudaError_t launch_split(const float *x, float *y, size_t rows, size_t cols, int vec,
+                                int k, cudaStream_t stream)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned int)k, (unsigned int)rows);
+    cfg.blockDim = dim3(kOnlineThreads);
+    cfg.stream = stream;
+    cudaLaunchAttribute cluster;
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = (unsigned int)k;
+    cluster.val.clusterDim.y = 1;
+    cluster.val.clusterDim.z = 1;
+    cfg.attrs = &cluster;
+    cfg.numAttrs = 1;
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, softmax_split_kernel, x, y, (int)cols, vec));
+    return cudaSuccess;
+}
+
+//@ guided
+//@}
 // ============================================================================
 //@{
 // launcher
@@ -685,6 +812,11 @@ EXTERN_C cudaError_t softmax_fused(const float *x, float *y, size_t rows, size_t
         else softmax_short_rows_kernel<512><<<r, 512, 0, stream>>>(x, y, c, vec);
         CUDA_CHECK_LAST();
         return cudaSuccess;
+    }
+    if (cols > kRegMaxCols) { // going further: few long rows over clusters of blocks
+        int k;
+        CUDA_CHECK(split_blocks(rows, &k));
+        if (k > 0) return launch_split(x, y, rows, cols, vec, k, stream);
     }
     if (cols <= kWarpMaxCols) { // going further: one warp per short row
         dim3 block(32, kWarpRows);

@@ -267,14 +267,27 @@ __device__ __forceinline__ void load_rows_f32(float *dst, const float *src, int 
 // tiling, as in a SIMT GEMM: 16 loads feed 256 FMAs). The TX threads of a row
 // sit in adjacent lanes of one warp: row max and row sum are shuffles.
 // Shared memory (floats):
-//   Qs [BR][D]       Q tile, loaded once
+//   Qs [BR][D]       Q tile, loaded once, swizzled (below)
 //   Ks [BC][D + 4]   K tile; the +4 pad puts rows tx, tx+1, ... (read together
 //                    by neighbouring lanes) in different banks
 //   Vs [BC][D]       V tile
-//   Ps [BR][BC]      P tile, the bridge from the S layout to the O layout
-// K and V are loaded at the top of each tile, not prefetched: with two blocks
-// per SM one block's loads already overlap the other's math, and a version
-// that prefetched tile t+1 with cp.async measured 0.5-3% slower on an H200.
+//   Ps [BR][BC]      P tile, the bridge from the S layout to the O layout,
+//                    swizzled as Qs
+// The swizzle. A warp holds SW = 32 / TX values of ty, and its lanes read one
+// float4 of Q (or P) at once from rows ty*8 + i of those SW threads: rows
+// 8 apart, whose float4s at one column sit in the same four banks, so the read
+// took SW passes through shared memory. Each row's float4 c is stored at
+// c ^ (row / 8 % SW) instead: the SW rows' float4s then fall in SW different
+// banks and the read takes one pass. A thread's rows share row / 8, so it
+// finds every float4 through SW pointers fixed for the whole kernel (qp, pp).
+// A pad would do the same but take 2 KB more shared memory, and at d = 128
+// that leaves room for one block an SM instead of two. (On an H200, against
+// the kernel without it: 2.7-4.5% less time at d = 64, 0.5-0.8% at d = 128;
+// plots/reference/logs/attention-f32-swizzle-h200.log.)
+// K and V of a tile load together, but K is waited for first, and V only
+// before P·V: V's load runs under S = Q Kᵀ. At d = 64 K of tile t+1 also
+// loads during P·V of tile t (PREFETCH). At d = 128 that made ptxas hold 40
+// fewer registers and the kernel 8% slower, so there it waits.
 //@ guided
 //| // ============================================================================
 //| // Part A — float32 kernel
@@ -310,6 +323,18 @@ __global__ void __launch_bounds__((D / 8) * TY)
 
     const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
 //@{
+    constexpr int SW = 32 / TX;             // values of ty in a warp
+    constexpr bool PREFETCH = D == 64;      // K of tile t+1 during P·V of tile t
+    const int sw = ty % SW;                 // this thread's rows' swizzle
+    const float *qp[SW], *pp[SW];           // float4 c + j of a row: qp[j] + 4c
+#pragma unroll
+    for (int j = 0; j < SW; ++j) {
+        qp[j] = Qs + 4 * ((j ^ sw) - j);
+        pp[j] = Ps + 4 * ((j ^ sw) - j);
+    }
+//@ guided
+//@}
+//@{
     // Causal: the last query tiles see the most keys. Start them first so the
     // short ones fill the gaps at the end of the grid.
 //@ guided
@@ -335,11 +360,24 @@ __global__ void __launch_bounds__((D / 8) * TY)
     const int ntiles = CEIL_DIV(kv_end, BC);
 
 //@{
-    // Q once; rows past seq read as 0: they are computed and never stored.
-//@ guided
-//@}
-    load_rows_f32<D, BR, D, NT>(Qs, q, q0, seq);
+    // Q once, swizzled; rows past seq read as 0: they are computed and never
+    // stored. With PREFETCH, K and V of tile 0 follow, K with Q, V apart.
+    for (int i = tid; i < BR * D / 4; i += NT) {
+        int r = i / (D / 4), c = i % (D / 4);
+        bool ok = q0 + r < seq;
+        copy16_async(Qs + r * D + 4 * (c ^ (r / RM % SW)),
+                     ok ? q + (size_t)(q0 + r) * D + 4 * c : q, ok);
+    }
+    if (PREFETCH) {
+        load_rows_f32<D, BC, KS, NT>(Ks, k, 0, seq);
+        async_commit();
+        load_rows_f32<D, BC, D, NT>(Vs, v, 0, seq);
+    }
     async_commit();
+//@ guided
+//|     load_rows_f32<D, BR, D, NT>(Qs, q, q0, seq);
+//|     async_commit();
+//@}
 
 //@{ A1
     float m[RM], l[RM], acc[RM][8];
@@ -364,13 +402,19 @@ __global__ void __launch_bounds__((D / 8) * TY)
 //@ guided
 //|         const int kv0 = t * BC; // first key of this tile
 //@}
-        load_rows_f32<D, BC, KS, NT>(Ks, k, kv0, seq);
-        load_rows_f32<D, BC, D, NT>(Vs, v, kv0, seq);
-        async_commit();
 //@{
-        async_wait<0>(); // this thread's copies have landed ...
-        __syncthreads(); // ... and everyone else's (Qs too, the first time)
+        if (!PREFETCH) { // K_t, then V_t, as two groups of copies
+            load_rows_f32<D, BC, KS, NT>(Ks, k, kv0, seq);
+            async_commit();
+            load_rows_f32<D, BC, D, NT>(Vs, v, kv0, seq);
+            async_commit();
+        }
+        async_wait<1>(); // this thread's copies of K_t (and Q) have landed ...
+        __syncthreads(); // ... and everyone else's; V_t may still be on its way
 //@ guided
+//|         load_rows_f32<D, BC, KS, NT>(Ks, k, kv0, seq);
+//|         load_rows_f32<D, BC, D, NT>(Vs, v, kv0, seq);
+//|         async_commit();
 //|         async_wait<0>();
 //|         __syncthreads(); // K_t, V_t (and Qs) are in shared memory for every thread
 //@}
@@ -382,11 +426,14 @@ __global__ void __launch_bounds__((D / 8) * TY)
         for (int i = 0; i < RM; ++i)
 #pragma unroll
             for (int j = 0; j < CN; ++j) s[i][j] = 0.f;
-#pragma unroll 4
-        for (int kk = 0; kk < D; kk += 4) {
+#pragma unroll(4 / SW)
+        for (int kg = 0; kg < D; kg += 4 * SW)
+#pragma unroll
+        for (int j = 0; j < SW; ++j) { // float4 kk / 4 of Q's rows, through qp[j]
+            const int kk = kg + 4 * j;
             float4 qa[RM];
 #pragma unroll
-            for (int i = 0; i < RM; ++i) qa[i] = *(const float4 *)(Qs + (ty * RM + i) * D + kk);
+            for (int i = 0; i < RM; ++i) qa[i] = *(const float4 *)(qp[j] + (ty * RM + i) * D + kk);
 #pragma unroll
             for (int j = 0; j < CN; ++j) {
                 float4 kb = *(const float4 *)(Ks + (tx + TX * j) * KS + kk);
@@ -475,8 +522,16 @@ __global__ void __launch_bounds__((D / 8) * TY)
 #pragma unroll
         for (int i = 0; i < RM; ++i)
 #pragma unroll
-            for (int j = 0; j < CN; ++j) Ps[(ty * RM + i) * BC + tx + TX * j] = s[i][j];
-        __syncthreads(); // P visible to every thread
+            for (int j = 0; j < CN; ++j) { // column c of float4 c / 4, swizzled
+                const int c = tx + TX * j;
+                Ps[(ty * RM + i) * BC + ((((c >> 2) ^ sw) << 2) | (c & 3))] = s[i][j];
+            }
+        async_wait<0>(); // V_t
+        __syncthreads(); // P and V_t visible to every thread, K_t read by all
+        if (PREFETCH && t + 1 < ntiles) {
+            load_rows_f32<D, BC, KS, NT>(Ks, k, kv0 + BC, seq);
+            async_commit();
+        }
 
 //@ guided
 //|         // TODO(A5): write your p into Ps[(ty*RM + i)*BC + tx + TX*j].
@@ -486,11 +541,14 @@ __global__ void __launch_bounds__((D / 8) * TY)
 //@}
 //@{ A6
         // ---- ... + P V_t ----
-#pragma unroll 2
-        for (int c = 0; c < BC; c += 4) {
+#pragma unroll((2 + SW - 1) / SW)
+        for (int cg = 0; cg < BC; cg += 4 * SW)
+#pragma unroll
+        for (int j = 0; j < SW; ++j) { // float4 c / 4 of P's rows, through pp[j]
+            const int c = cg + 4 * j;
             float4 pa[RM];
 #pragma unroll
-            for (int i = 0; i < RM; ++i) pa[i] = *(const float4 *)(Ps + (ty * RM + i) * BC + c);
+            for (int i = 0; i < RM; ++i) pa[i] = *(const float4 *)(pp[j] + (ty * RM + i) * BC + c);
 #pragma unroll
             for (int e = 0; e < 4; ++e)
 #pragma unroll
@@ -507,6 +565,10 @@ __global__ void __launch_bounds__((D / 8) * TY)
                 }
         }
         __syncthreads(); // everyone is done with Ks, Vs and Ps before the next tile
+        if (PREFETCH && t + 1 < ntiles) {
+            load_rows_f32<D, BC, D, NT>(Vs, v, kv0 + BC, seq);
+            async_commit();
+        }
 //@ guided
 //|         // TODO(A6): acc += P V_t: acc[i][4u + e] += sum_c Ps[(ty*RM + i)*BC + c]
 //|         //           * Vs[c*D + 4*(tx + TX*u) + e]  for c < BC, u = 0, 1, e = 0..3.
