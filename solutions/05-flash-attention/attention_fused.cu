@@ -719,6 +719,124 @@ __device__ __forceinline__ void load_tile_f16(__half *dst, const __half *src, in
 }
 
 //@{
+// The masks and the online softmax of one key tile on mma accumulators (the
+// C layout: s[mt][n][0..1] row g, keys kv0 + 8n + 2t4, +1; [2..3] row g + 8),
+// for a warp whose first query row is wq_first; P = exp(S · scale - m) is
+// left in s. Part B's kernel and the float32 tensor-core kernel share it.
+template <int MT, int NB, int ND>
+__device__ __forceinline__ void softmax_tile_mma(float (&s)[MT][NB][4], float (&m)[MT][2],
+                                                 float (&l)[MT][2], float (&oacc)[MT][ND][4],
+                                                 int kv0, int seq, int causal, int wq_first,
+                                                 int g, int t4, float scale_log2)
+{
+    constexpr int BC = 8 * NB;
+    if (kv0 + BC > seq || (causal && kv0 + BC - 1 > wq_first)) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int n = 0; n < NB; ++n)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    int key = kv0 + 8 * n + 2 * t4 + (e & 1);
+                    int query = wq_first + 16 * mt + g + 8 * (e >> 1);
+                    if (key >= seq || (causal && key > query)) s[mt][n][e] = -INFINITY;
+                }
+    }
+
+    // ---- online softmax on the accumulators ----
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) { // row g (h = 0) and row g + 8 (h = 1)
+            float mx = -INFINITY;
+#pragma unroll
+            for (int n = 0; n < NB; ++n)
+                mx = fmaxf(mx, fmaxf(s[mt][n][2 * h], s[mt][n][2 * h + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1)); // the row's 4 lanes
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            // m_new = max(m_old, rowmax(S) · scale · log2 e)   (scale > 0)
+            float m_new = fmaxf(m[mt][h], mx * scale_log2);
+            float m_use = m_new == -INFINITY ? 0.f : m_new; // all masked: no NaN
+            float alpha = fast_exp2(m[mt][h] - m_use);      // exp(m_old - m_new)
+            float rs = 0.f;
+#pragma unroll
+            for (int n = 0; n < NB; ++n)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    // P = exp(S · scale - m_new), one FFMA and one ex2
+                    float p = fast_exp2(fmaf(s[mt][n][2 * h + e], scale_log2, -m_use));
+                    s[mt][n][2 * h + e] = p;
+                    rs += p;
+                }
+            l[mt][h] = l[mt][h] * alpha + rs; // l_new = alpha l_old + rowsum(P) (lane share)
+            m[mt][h] = m_new;
+#pragma unroll
+            for (int n = 0; n < ND; ++n) { // O = alpha O ...
+                oacc[mt][n][2 * h] *= alpha;
+                oacc[mt][n][2 * h + 1] *= alpha;
+            }
+        }
+}
+
+// A warp's state for its rows: O = 0, l = 0, m = -inf (log2 units).
+template <int MT, int ND>
+__device__ __forceinline__ void init_rows_mma(float (&oacc)[MT][ND][4], float (&m)[MT][2],
+                                              float (&l)[MT][2])
+{
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            m[mt][h] = -INFINITY;
+            l[mt][h] = 0.f;
+        }
+#pragma unroll
+        for (int n = 0; n < ND; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) oacc[mt][n][e] = 0.f;
+    }
+}
+
+// Two neighbouring outputs of a row, as the output type wants them.
+__device__ __forceinline__ void store_pair(float *row, int i, float a, float b)
+{
+    ((float2 *)row)[i] = make_float2(a, b);
+}
+
+__device__ __forceinline__ void store_pair(__half *row, int i, float a, float b)
+{
+    ((__half2 *)row)[i] = __floats2half2_rn(a, b);
+}
+
+// O = O / l for the warp's rows below seq, written once: each row's l is the
+// sum of its 4 lanes' shares; lane (g, t4) holds dims 8n + 2t4, +1.
+template <int D, int MT, typename T>
+__device__ __forceinline__ void store_o_mma(T *o, const float (&oacc)[MT][D / 8][4],
+                                            const float (&l)[MT][2], int wq_first, int seq,
+                                            int g, int t4)
+{
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float lt = l[mt][h];
+            lt += __shfl_xor_sync(0xffffffffu, lt, 1);
+            lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+            float inv = 1.f / lt;
+            int query = wq_first + 16 * mt + g + 8 * h;
+            if (query < seq) {
+                T *orow = o + (size_t)query * D;
+#pragma unroll
+                for (int n = 0; n < D / 8; ++n)
+                    store_pair(orow, 4 * n + t4, oacc[mt][n][2 * h] * inv,
+                               oacc[mt][n][2 * h + 1] * inv);
+            }
+        }
+}
+
+//@ guided
+//@}
+//@{
 // q, k, v, o are (batch_heads, seq, D) float16, row-major; block (x, y)
 // computes query tile x of head y with NW warps, each owning MT row groups of
 // 16 (BR = 16 MT NW rows per block). Per lane, with g = lane/4, t = lane%4, the
@@ -809,18 +927,7 @@ __global__ void __launch_bounds__(32 * NW, 8 / NW)
 
 //@{ B1
     float oacc[MT][ND][4], m[MT][2], l[MT][2];
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            m[mt][h] = -INFINITY;
-            l[mt][h] = 0.f;
-        }
-#pragma unroll
-        for (int n = 0; n < ND; ++n)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) oacc[mt][n][e] = 0.f;
-    }
+    init_rows_mma(oacc, m, l); // O = 0, l = 0, m = -inf (no score seen yet)
 //@ guided
 //|     // TODO(B1): state in registers: float oacc[MT][D / 8][4] (0), and per
 //|     //           row group and half (rows g, g + 8) float m[MT][2] (-INFINITY)
@@ -899,52 +1006,7 @@ __global__ void __launch_bounds__(32 * NW, 8 / NW)
 //|         //           (README, hint 6: why K needs no transpose.)
 //@}
 //@{ B3
-            if (kv0 + BC > seq || (causal && kv0 + BC - 1 > wq_first)) {
-#pragma unroll
-                for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-                    for (int n = 0; n < NB; ++n)
-#pragma unroll
-                        for (int e = 0; e < 4; ++e) {
-                            int key = kv0 + 8 * n + 2 * t4 + (e & 1);
-                            int query = wq_first + 16 * mt + g + 8 * (e >> 1);
-                            if (key >= seq || (causal && key > query)) s[mt][n][e] = -INFINITY;
-                        }
-            }
-
-            // ---- online softmax on the accumulators ----
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-                for (int h = 0; h < 2; ++h) { // row g (h = 0) and row g + 8 (h = 1)
-                    float mx = -INFINITY;
-#pragma unroll
-                    for (int n = 0; n < NB; ++n)
-                        mx = fmaxf(mx, fmaxf(s[mt][n][2 * h], s[mt][n][2 * h + 1]));
-                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1)); // the row's 4 lanes
-                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                    // m_new = max(m_old, rowmax(S) · scale · log2 e)   (scale > 0)
-                    float m_new = fmaxf(m[mt][h], mx * scale_log2);
-                    float m_use = m_new == -INFINITY ? 0.f : m_new; // all masked: no NaN
-                    float alpha = fast_exp2(m[mt][h] - m_use);      // exp(m_old - m_new)
-                    float rs = 0.f;
-#pragma unroll
-                    for (int n = 0; n < NB; ++n)
-#pragma unroll
-                        for (int e = 0; e < 2; ++e) {
-                            // P = exp(S · scale - m_new), one FFMA and one ex2
-                            float p = fast_exp2(fmaf(s[mt][n][2 * h + e], scale_log2, -m_use));
-                            s[mt][n][2 * h + e] = p;
-                            rs += p;
-                        }
-                    l[mt][h] = l[mt][h] * alpha + rs; // l_new = alpha l_old + rowsum(P) (lane share)
-                    m[mt][h] = m_new;
-#pragma unroll
-                    for (int n = 0; n < ND; ++n) { // O = alpha O ...
-                        oacc[mt][n][2 * h] *= alpha;
-                        oacc[mt][n][2 * h + 1] *= alpha;
-                    }
-                }
+            softmax_tile_mma(s, m, l, oacc, kv0, seq, causal, wq_first, g, t4, scale_log2);
 
 //@ guided
 //|         // TODO(B3): masks as in Part A (the key and query of s[mt][n][e] follow
@@ -998,23 +1060,7 @@ __global__ void __launch_bounds__(32 * NW, 8 / NW)
 
 //@{ B5
     // ---- O = O / l, written once as float16 ----
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            float lt = l[mt][h];
-            lt += __shfl_xor_sync(0xffffffffu, lt, 1);
-            lt += __shfl_xor_sync(0xffffffffu, lt, 2);
-            float inv = 1.f / lt;
-            int query = wq_first + 16 * mt + g + 8 * h;
-            if (query < seq) {
-                __half2 *orow = (__half2 *)(o + (size_t)query * D);
-#pragma unroll
-                for (int n = 0; n < ND; ++n)
-                    orow[4 * n + t4] = __floats2half2_rn(oacc[mt][n][2 * h] * inv,
-                                                         oacc[mt][n][2 * h + 1] * inv);
-            }
-        }
+    store_o_mma<D>(o, oacc, l, wq_first, seq, g, t4);
 //@ guided
 //|     // TODO(B5): O = oacc / l (l summed over the row's 4 lanes), stored as
 //|     //           __half2 pairs: row wr + 16mt + g + 8h of the tile, dims
@@ -1026,6 +1072,196 @@ __global__ void __launch_bounds__(32 * NW, 8 / NW)
 //@}
 }
 
+//@{
+// ============================================================================
+// Going further: float32 on tensor cores, three TF32 products a multiply
+// ============================================================================
+
+// Not the lesson's path (Part A is): what the worked launcher runs on GPUs
+// with TF32 tensor cores (sm_80 and newer) and the shared memory for it, and
+// what let it pass SDPA's memory-efficient kernel, which works this way too,
+// at head_dim 128. README, "Going further", has the numbers.
+//
+// A TF32 operand keeps 10 of a float's 23 mantissa bits, too few for the
+// lesson's float32 tolerance on its own. Split each float x into hi (x
+// rounded to TF32) and lo = x - hi (exact in float32; the tensor core reads
+// its top 10 bits), and a b = ah bh + ah bl + al bh + al bl: the last product
+// is 2^-22 of a b and is left out, the other three are three mma.sync
+// m16n8k8 TF32 steps. Three products still cost less than the CUDA cores'
+// FMAs: on an H200 this kernel took 0.71x the time of Part A's at d = 64 and
+// 0.67x at d = 128.
+//
+// Accuracy beside speed. A tensor core adds its products into the
+// accumulator with less care than an FFMA rounds (it truncates), so a long
+// chain of mma.sync into one accumulator drifts: O summed that way over 4096
+// keys came out 8-9x further from Part A's output than it does now. So P·V
+// adds each key block's three products into a fresh accumulator and
+// that into O with ordinary float32 adds (S's chains, D / 8 steps of three,
+// are short enough as they are).
+//
+// Layout: as Part B, each of NW warps owns MT row groups of 16, the mma C
+// layout puts S[row g][key 8n + 2t ..] and O[row g][dim 8n + 2t ..] in lane
+// (g, t). For Q·Kᵀ the sum over dims may take them in any order, as long as
+// Q and K agree: the A fragment's k = t is dim 2t and k = t + 4 dim 2t + 1,
+// so both dims of a lane are one 8-byte load from shared memory. For P·V the
+// same trick on keys turns S's C fragment into P's A fragment with no
+// shuffle (k = t is key 2t, k = t + 4 key 2t + 1), and V's B fragment reads
+// the same two keys. Rows of Q and K are D + 8 floats apart, rows of V
+// D + 4: every fragment load then hits 32 different banks.
+// hi: x rounded to TF32 (half a TF32 step added, the 13 low bits cleared);
+// lo: the rest, exact.
+__device__ __forceinline__ void split_tf32(float x, uint32_t &hi, uint32_t &lo)
+{
+    hi = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+    lo = __float_as_uint(x - __uint_as_float(hi));
+}
+
+// C (16x8, float32) += A (16x8, TF32) * B (8x8, TF32), one warp.
+__device__ __forceinline__ void mma_tf32(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+{
+#if __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+// c += (ah + al)(bh + bl) less al bl, the small products first.
+__device__ __forceinline__ void mma_3xtf32(float c[4], const uint32_t ah[4], const uint32_t al[4],
+                                           uint32_t bh0, uint32_t bh1, uint32_t bl0, uint32_t bl1)
+{
+    mma_tf32(c, al, bh0, bh1);
+    mma_tf32(c, ah, bl0, bl1);
+    mma_tf32(c, ah, bh0, bh1);
+}
+
+// q, k, v, o as Part A. Shared memory (floats): Qs [BR][D + 8], Ks [BC][D + 8],
+// Vs [BC][D + 4]. K and V of a tile are two groups of copies; K of tile t+1
+// loads during P·V of tile t and V of t+1 during S of t+1.
+template <int D, int BC, int NW, int MT>
+__global__ void __launch_bounds__(32 * NW)
+    attention_f32_tc_kernel(const float *__restrict__ q, const float *__restrict__ k,
+                            const float *__restrict__ v, float *__restrict__ o, int seq,
+                            float scale_log2, int causal)
+{
+#if __CUDA_ARCH__ >= 800
+    constexpr int NT = 32 * NW, BR = 16 * MT * NW, QS = D + 8, VS = D + 4, NB = BC / 8,
+                  ND = D / 8;
+    extern __shared__ float4 smem_tc[];
+    float *Qs = (float *)smem_tc;
+    float *Ks = Qs + BR * QS;
+    float *Vs = Ks + BC * QS;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+    const int qtile = causal ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
+    const int q0 = qtile * BR, wr = 16 * MT * warp;
+    const size_t head = (size_t)blockIdx.y * seq * D;
+    q += head;
+    k += head;
+    v += head;
+    o += head;
+    const int kv_end = causal ? min(seq, q0 + BR) : seq;
+    const int ntiles = CEIL_DIV(kv_end, BC);
+    load_rows_f32<D, BR, QS, NT>(Qs, q, q0, seq);
+    load_rows_f32<D, BC, QS, NT>(Ks, k, 0, seq);
+    async_commit();
+    load_rows_f32<D, BC, VS, NT>(Vs, v, 0, seq);
+    async_commit();
+
+    float oacc[MT][ND][4], m[MT][2], l[MT][2];
+    init_rows_mma(oacc, m, l); // O = 0, l = 0, m = -inf (no score seen yet)
+    const int wq_first = q0 + wr, wq_last = wq_first + 16 * MT - 1;
+    for (int t = 0; t < ntiles; ++t) {
+        const int kv0 = t * BC;
+        async_wait<1>(); // Q and K_t; V_t may still be on its way
+        __syncthreads();
+        // Causal: a warp whose rows all come before this tile's first key
+        // has nothing to add; it still meets every barrier.
+        const bool active = !(causal && kv0 > wq_last);
+        float s[MT][NB][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int n = 0; n < NB; ++n)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) s[mt][n][e] = 0.f;
+        if (active) {
+            // ---- S = Q K_tᵀ ----
+#pragma unroll
+            for (int kk = 0; kk < D / 8; ++kk) {
+                uint32_t ah[MT][4], al[MT][4];
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) { // rows g and g + 8, dims 8kk + 2t4, +1
+                    const float *qa = Qs + (wr + 16 * mt + g) * QS + 8 * kk + 2 * t4;
+                    float2 r0 = *(const float2 *)qa, r1 = *(const float2 *)(qa + 8 * QS);
+                    split_tf32(r0.x, ah[mt][0], al[mt][0]);
+                    split_tf32(r1.x, ah[mt][1], al[mt][1]);
+                    split_tf32(r0.y, ah[mt][2], al[mt][2]);
+                    split_tf32(r1.y, ah[mt][3], al[mt][3]);
+                }
+#pragma unroll
+                for (int n = 0; n < NB; ++n) { // key 8n + g, the same two dims
+                    float2 kb = *(const float2 *)(Ks + (8 * n + g) * QS + 8 * kk + 2 * t4);
+                    uint32_t bh0, bl0, bh1, bl1;
+                    split_tf32(kb.x, bh0, bl0);
+                    split_tf32(kb.y, bh1, bl1);
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt)
+                        mma_3xtf32(s[mt][n], ah[mt], al[mt], bh0, bh1, bl0, bl1);
+                }
+            }
+            softmax_tile_mma(s, m, l, oacc, kv0, seq, causal, wq_first, g, t4, scale_log2);
+        }
+        async_wait<0>(); // V_t
+        __syncthreads(); // ... visible to all; every warp is past S, Ks is free
+        if (t + 1 < ntiles) {
+            load_rows_f32<D, BC, QS, NT>(Ks, k, kv0 + BC, seq);
+            async_commit();
+        }
+        if (active) {
+            // ---- O += P V_t, one key block at a time ----
+#pragma unroll
+            for (int kc = 0; kc < NB; ++kc) {
+                uint32_t ph[MT][4], pl[MT][4]; // A: (g, k = t) is key 2t, (g, t + 4) key 2t + 1
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    split_tf32(s[mt][kc][0], ph[mt][0], pl[mt][0]);
+                    split_tf32(s[mt][kc][2], ph[mt][1], pl[mt][1]);
+                    split_tf32(s[mt][kc][1], ph[mt][2], pl[mt][2]);
+                    split_tf32(s[mt][kc][3], ph[mt][3], pl[mt][3]);
+                }
+#pragma unroll
+                for (int n = 0; n < ND; ++n) { // B: keys 8kc + 2t4, +1 of dim 8n + g
+                    const float *vb = Vs + (8 * kc + 2 * t4) * VS + 8 * n + g;
+                    uint32_t bh0, bl0, bh1, bl1;
+                    split_tf32(vb[0], bh0, bl0);
+                    split_tf32(vb[VS], bh1, bl1);
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        float c[4] = {0.f, 0.f, 0.f, 0.f};
+                        mma_3xtf32(c, ph[mt], pl[mt], bh0, bh1, bl0, bl1);
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) oacc[mt][n][e] += c[e];
+                    }
+                }
+            }
+        }
+        __syncthreads(); // every warp is done with Vs
+        if (t + 1 < ntiles) {
+            load_rows_f32<D, BC, VS, NT>(Vs, v, kv0 + BC, seq);
+            async_commit();
+        }
+    }
+
+    // ---- O = O / l, written once ----
+    store_o_mma<D>(o, oacc, l, wq_first, seq, g, t4);
+#else
+    (void)q, (void)k, (void)v, (void)o, (void)seq, (void)scale_log2, (void)causal;
+#endif
+}
+
+//@ guided
+//@}
 // ============================================================================
 //@{
 // launchers
@@ -1099,6 +1335,47 @@ static cudaError_t launch_f32(const float *q, const float *k, const float *v, fl
 }
 
 //@{
+// The tensor-core kernel's tiles: 4 warps of 2 row groups (128 query rows),
+// 32 keys a tile; 55 KB of shared memory at d = 64, 102 KB at d = 128.
+// Timed on an H200 against 64 keys a tile, 8 warps and one row group a warp
+// (plots/reference/logs/attention-f32-tc-h200.log).
+constexpr int kTcKeys = 32, kTcWarps = 4, kTcGroups = 2;
+
+template <int D>
+static size_t f32_tc_smem_bytes()
+{
+    constexpr int BR = 16 * kTcWarps * kTcGroups;
+    return (size_t)((BR + kTcKeys) * (D + 8) + kTcKeys * (D + 4)) * sizeof(float);
+}
+
+// 1 when this GPU runs attention_f32_tc_kernel at head_dim D: TF32 tensor
+// cores (sm_80 on) and the shared memory its tiles take.
+template <int D>
+static cudaError_t f32_tensor_cores(int optin, int *yes)
+{
+    int dev, major;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    *yes = major >= 8 && (size_t)optin >= f32_tc_smem_bytes<D>();
+    return cudaSuccess;
+}
+
+template <int D>
+static cudaError_t launch_f32_tc(const float *q, const float *k, const float *v, float *o,
+                                 int batch_heads, int seq, float scale_log2, int causal,
+                                 cudaStream_t stream)
+{
+    auto kernel = attention_f32_tc_kernel<D, kTcKeys, kTcWarps, kTcGroups>;
+    const int BR = 16 * kTcWarps * kTcGroups;
+    size_t smem = f32_tc_smem_bytes<D>();
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)smem));
+    dim3 grid((unsigned int)CEIL_DIV(seq, BR), (unsigned int)batch_heads);
+    kernel<<<grid, 32 * kTcWarps, smem, stream>>>(q, k, v, o, seq, scale_log2, causal);
+    CUDA_CHECK_LAST();
+    return cudaSuccess;
+}
+
 //@ guided
 //| // Tiles: d = 64: 128 query rows x 64 keys, 128 threads (97 KB of shared
 //| // memory); d = 128: 64 x 32, 128 threads (73 KB). GPUs that allow less
@@ -1140,9 +1417,17 @@ EXTERN_C cudaError_t attention_fused_f32(const float *q, const float *k, const f
     CUDA_CHECK(smem_optin(&optin));
     const float sl2 = scale * kLog2e;
 //@{
-    // The big tiles need 97 KB (d = 64) and 113 KB (d = 128: 64 keys a tile,
-    // 4-7% faster than 32 on an H100, attention-tiles-h100.log) of shared
-    // memory per block; GPUs that allow less get smaller tiles.
+    int tc = 0; // going further: tensor cores where the GPU has them
+    if (head_dim == 64) CUDA_CHECK(f32_tensor_cores<64>(optin, &tc));
+    else CUDA_CHECK(f32_tensor_cores<128>(optin, &tc));
+    if (tc)
+        return head_dim == 64
+                   ? launch_f32_tc<64>(q, k, v, o, batch_heads, seq, sl2, causal, stream)
+                   : launch_f32_tc<128>(q, k, v, o, batch_heads, seq, sl2, causal, stream);
+    // Else Part A's kernel. The big tiles need 97 KB (d = 64) and 113 KB
+    // (d = 128: 64 keys a tile, 4-7% faster than 32 on an H100,
+    // attention-tiles-h100.log) of shared memory per block; GPUs that allow
+    // less get smaller tiles.
     if (head_dim == 64)
         return (size_t)optin >= f32_smem_bytes<64, 64, 16>()
                    ? launch_f32<64, 64, 16>(q, k, v, o, batch_heads, seq, sl2, causal, stream)
