@@ -178,6 +178,26 @@ class Goals(unittest.TestCase):
         (line,) = compare.goal_lines(rows, [Goal(">= 1.5x", "layernorm_bwd", "F.layer_norm autograd", 1.5)])
         self.assertIn("missed at 4x512 1.497x", line)
 
+    def test_a_goal_of_another_variant_on_some_shapes(self):
+        f32, f32_128, f16 = "f32 d64 full seq 4096", "f32 d128 full seq 4096", "f16 d64 full seq 4096"
+        s = {"seq": 4096}
+        rows = [row("attention", f32, "solution", 30.0, shape=s),
+                row("attention", f32, "solution tensor cores", 20.0, shape=s),
+                row("attention", f32, "sdpa efficient", 25.0, shape=s),
+                row("attention", f32_128, "solution tensor cores", 50.0, shape=s),
+                row("attention", f32_128, "sdpa efficient", 40.0, shape=s),
+                row("attention", f16, "solution", 5.0, shape=s),
+                row("attention", f16, "sdpa efficient", 9.0, shape=s)]
+        (line,) = compare.goal_lines(rows, [Goal(">= 1.2x", "attention", "sdpa efficient", 1.2,
+                                                 variant="solution tensor cores", where="f32 d64 ")])
+        # 25 / 20: the tensor-core variant's ratio, not the solution's (25 / 30); one shape
+        self.assertTrue(line.startswith("goal: >= 1.2x: met at 1 of 1 shape"), line)
+        self.assertNotIn("missed", line)
+        (line,) = compare.goal_lines(rows, [Goal(">= 1x", "attention", "sdpa efficient", 1.0,
+                                                 variant="solution tensor cores", where="f32")])
+        self.assertIn("met at 1 of 2 shapes; missed at f32 d128 full seq 4096 0.800x", line)
+        self.assertNotIn("f16", line)
+
     def test_a_launch_bound_time_is_not_judged(self):
         late = row("layernorm_bwd", "4x512", "F.layer_norm autograd", 118.1)
         late.launch_late = True

@@ -115,6 +115,7 @@ C_API = {
     "layernorm_bwd_unfused": (I, [P, P, P, P, P, P, P, P, P, SZ, SZ, P]),
     "attention_fused_f32": (I, [P, P, P, P, I, I, I, F, I, P]),
     "attention_fused_f16": (I, [P, P, P, P, I, I, I, F, I, P]),
+    "attention_fused_f32_tc": (I, [P, P, P, P, I, I, I, F, I, P]),
     "attention_unfused_workspace_bytes": (SZ, [I, I, I]),
     "attention_unfused_f32": (I, [P, P, P, P, I, I, I, F, I, P, SZ, P]),
     "attention_unfused_f16": (I, [P, P, P, P, I, I, I, F, I, P, SZ, P]),
@@ -232,13 +233,16 @@ class Row:
 
 @dataclass
 class Goal:
-    """The worked solution against `against` on every shape of `op`: its speedup
-    (against's time / the solution's) at least `at_least`; with against None,
-    its share of the copy bandwidth at least `at_least` percent."""
+    """The worked solution (or the variant named `variant`) against `against` on
+    every shape of `op` whose label contains `where`: its speedup (against's
+    time / its own) at least `at_least`; with against None, its share of the
+    copy bandwidth at least `at_least` percent."""
     text: str
     op: str
     against: str | None
     at_least: float
+    variant: str = "solution"
+    where: str = ""
 
 
 SOLUTION = "solution"
@@ -260,19 +264,18 @@ def speedups(rows):
 def goal_lines(rows, goals):
     """One line per goal: met at how many shapes, and where it was missed or
     could not be judged."""
-    ratio = speedups(rows)
     by_shape = {}
     for r in rows:
         by_shape.setdefault((r.op, r.label), {})[r.variant] = r
     lines = []
     for g in goals:
-        labels = [label for (op, label) in by_shape if op == g.op]
+        labels = [label for (op, label) in by_shape if op == g.op and g.where in label]
         met, missed, unjudged = 0, [], []
         for label in labels:
             have = by_shape[(g.op, label)]
-            sol = have.get(SOLUTION)
+            sol = have.get(g.variant)
             if sol is None or sol.check != "ok":
-                unjudged.append(f"{label} (solution {sol.check if sol else 'not run'})")
+                unjudged.append(f"{label} ({g.variant} {sol.check if sol else 'not run'})")
                 continue
             if g.against is None:
                 value = sol.pct_of_ceiling
@@ -283,10 +286,10 @@ def goal_lines(rows, goals):
                     unjudged.append(f"{label} ({g.against} {other.check if other else 'not run'})")
                     continue
                 if other.launch_late or sol.launch_late:
-                    late = g.against if other.launch_late else SOLUTION
+                    late = g.against if other.launch_late else g.variant
                     unjudged.append(f"{label} ({late} launch-bound: its time may hold host time)")
                     continue
-                value = ratio[(g.op, label, g.against)]
+                value = other.median_us / sol.median_us
                 # (three decimals on a miss: 1.497 is not 1.50)
                 shown = f"{value:.2f}x" if value >= g.at_least else f"{value:.3f}x"
             if value is None:
@@ -338,17 +341,18 @@ def write_csv(out, rows, device, date):
 def markdown_tables(rows, goals, compute_bound=False):
     """Per operation, a table: one line per shape, the median time of each
     variant (µs), the worked solution's GB/s and % of the copy ceiling (or
-    TFLOP/s), and its speedup over each goal's variant."""
-    ratio = speedups(rows)
+    TFLOP/s), and the speedup of each goal's variant over the variant it is
+    judged against."""
     out = []
     ops = list(dict.fromkeys(r.op for r in rows))
     for op in ops:
         mine = [r for r in rows if r.op == op]
         variants = list(dict.fromkeys(r.variant for r in mine))
-        against = [g.against for g in goals if g.op == op and g.against]
+        pairs = list(dict.fromkeys((g.variant, g.against) for g in goals
+                                   if g.op == op and g.against))
         head = ["shape"] + [f"{v} (µs)" for v in variants]
         head += ["solution TFLOP/s"] if compute_bound else ["solution GB/s", "% of copy"]
-        head += [f"solution vs {a}" for a in against]
+        head += [f"{v} vs {a}" for v, a in pairs]
         out.append(f"{op}:")
         out.append("")
         out.append("| " + " | ".join(head) + " |")
@@ -371,9 +375,10 @@ def markdown_tables(rows, goals, compute_bound=False):
             else:
                 cells += [_num(sol.gbs, ".0f") if good else "",
                           _num(sol.pct_of_ceiling, ".0f") + "%" if good and sol.pct_of_ceiling is not None else ""]
-            for a in against:
-                x = ratio.get((op, label, a))
-                cells.append(f"{x:.2f}x" if x is not None and good else "")
+            for v, a in pairs:
+                mine_r, other = at.get(v), at.get(a)
+                ok = all(r is not None and r.check == "ok" and r.median_us for r in (mine_r, other))
+                cells.append(f"{other.median_us / mine_r.median_us:.2f}x" if ok else "")
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
     return out
@@ -1100,6 +1105,10 @@ def sdpa_variants(env, q4, k4, v4, scale, causal):
     return out
 
 
+# lesson 05's going-further float32 launcher, as a variant's name: "solution" + this
+TENSOR_CORES = " tensor cores"
+
+
 def cases_05(env):
     torch, facts = env.torch, env.facts
     # eager float32 matmuls in float32, not TF32 (the course's baseline runs
@@ -1135,13 +1144,20 @@ def cases_05(env):
                         "o": attention_reference(torch, q, k, v, scale, mask)},
                     {"o": fused_tol})
         fused = "attention_fused_f16" if f16 else "attention_fused_f32"
+        # float32 also through the going-further launcher (tensor cores) of
+        # whichever side's file defines it
+        launchers = [(fused, "")] + ([] if f16 else [("attention_fused_f32_tc", TENSOR_CORES)])
         for name, kind, lib in env.sides():
-            o = env.nan_like(q)
-            case.variants.append(KernelVariant(
-                env, name, kind, lambda st, lib=lib, o=o, q=q, k=k, v=v, seq=seq, d=d, scale=scale,
-                causal=causal: getattr(lib, fused)(q.data_ptr(), k.data_ptr(), v.data_ptr(),
-                                                   o.data_ptr(), bh, seq, d, scale, causal, st),
-                {"o": o}))
+            for fn, suffix in launchers:
+                if getattr(lib, fn, None) is None:
+                    continue
+                o = env.nan_like(q)
+                case.variants.append(KernelVariant(
+                    env, name + suffix, kind, lambda st, lib=lib, fn=fn, o=o, q=q, k=k, v=v,
+                    seq=seq, d=d, scale=scale, causal=causal: getattr(lib, fn)(
+                        q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), bh, seq, d,
+                        scale, causal, st),
+                    {"o": o}))
         if lib0 is not None:
             o = env.nan_like(q)
             ws_bytes = lib0.attention_unfused_workspace_bytes(1 if f16 else 0, bh, seq)
@@ -1187,7 +1203,14 @@ LESSONS = {
         Goal("forward >= 1.5x F.layer_norm", "layernorm_fwd", "F.layer_norm", 1.5),
         Goal("backward >= 1.5x F.layer_norm's (autograd)", "layernorm_bwd", "F.layer_norm autograd", 1.5)]),
     "05-flash-attention": Lesson("05-flash-attention", cases_05, [
-        Goal("at least as fast as SDPA's flash backend", "attention", "sdpa flash", 1.0)],
+        Goal("float16 at least as fast as SDPA's flash backend", "attention", "sdpa flash", 1.0,
+             where="f16"),
+        Goal("float32 on tensor cores (going further) >= 1.2x SDPA's memory-efficient backend "
+             "at head_dim 64", "attention", "sdpa efficient", 1.2,
+             variant=SOLUTION + TENSOR_CORES, where="f32 d64 "),
+        Goal("float32 on tensor cores (going further) >= 1.0x SDPA's memory-efficient backend "
+             "at head_dim 128", "attention", "sdpa efficient", 1.0,
+             variant=SOLUTION + TENSOR_CORES, where="f32 d128 ")],
         compute_bound=True, samples=20),
 }
 NOT_COMPARED = {

@@ -41,6 +41,17 @@ EXTERN_C cudaError_t attention_fused_f16(const uint16_t *q, const uint16_t *k,
                                          int seq, int head_dim, float scale, int causal,
                                          cudaStream_t stream);
 
+/* ---- Going further (optional, not graded): float32 on tensor cores ---------
+ * Part A's job with TF32 tensor cores, each float32 product as three TF32
+ * products (the worked solution's attention_f32_tc_kernel; the lesson's
+ * README, "Going further"). Same arguments as attention_fused_f32;
+ * cudaErrorNotSupported where the GPU has no TF32 tensor cores (before
+ * sm_80) or too little shared memory a block. Nothing calls it but
+ * ./lab compare, which times it beside Part A when the file defines it. */
+EXTERN_C cudaError_t attention_fused_f32_tc(const float *q, const float *k, const float *v,
+                                            float *o, int batch_heads, int seq, int head_dim,
+                                            float scale, int causal, cudaStream_t stream);
+
 /* ---- The baseline (complete, attention_unfused.cu) --------------------------
  * What eager PyTorch runs for  softmax(q @ k.transpose(-2, -1) * scale) @ v:
  *     S = Q Kᵀ · scale     cuBLAS strided-batched GEMM, S written to memory
