@@ -390,6 +390,17 @@ class Rows(unittest.TestCase):
         self.assertIn("returned", by["course unfused"].note)
         self.assertIn("charged the wall clock", by["hidden"].note)
 
+    def test_an_optional_launcher_that_is_not_for_this_gpu_reads_n_a(self):
+        # cudaErrorNotSupported is 801; FakeEnv has no library to name it
+        tc = FakeVariant("solution tensor cores", "solution", rc=801)
+        tc.optional = True
+        other = FakeVariant("solution", "solution", rc=801)  # not optional: an error
+        timer, calls = fake_timer()
+        rows = compare.time_case(FakeEnv, self.case([tc, other]), timer)
+        self.assertEqual([(r.check, r.note) for r in rows],
+                         [("n/a", "not on this GPU (returned cudaErrorNotSupported)"),
+                          ("ERROR", "returned CUDA error 801")])
+
     def test_a_variant_that_fails_during_the_timing_is_left_out_and_the_rest_timed_again(self):
         vs = [FakeVariant("solution", "solution"), FakeVariant("torch eager", "torch eager")]
         timer, calls = fake_timer(failing="torch eager")

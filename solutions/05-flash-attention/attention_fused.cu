@@ -1258,6 +1258,7 @@ __global__ void __launch_bounds__(32 * NW)
     store_o_mma<D>(o, oacc, l, wq_first, seq, g, t4);
 #else
     (void)q, (void)k, (void)v, (void)o, (void)seq, (void)scale_log2, (void)causal;
+    __trap(); // no TF32 mma here: f32_tensor_cores never picks this kernel
 #endif
 }
 
@@ -1350,14 +1351,18 @@ static size_t f32_tc_smem_bytes()
 }
 
 // 1 when this GPU runs attention_f32_tc_kernel at head_dim D: TF32 tensor
-// cores (sm_80 on) and the shared memory its tiles take.
+// cores (sm_80 on), the kernel built for them (its PTX for sm_80 or newer,
+// not the empty sm_75 instance compiled on at run time) and the shared
+// memory its tiles take.
 template <int D>
 static cudaError_t f32_tensor_cores(int optin, int *yes)
 {
     int dev, major;
+    cudaFuncAttributes attr;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    *yes = major >= 8 && (size_t)optin >= f32_tc_smem_bytes<D>();
+    CUDA_CHECK(cudaFuncGetAttributes(&attr, attention_f32_tc_kernel<D, kTcKeys, kTcWarps, kTcGroups>));
+    *yes = major >= 8 && attr.ptxVersion >= 80 && (size_t)optin >= f32_tc_smem_bytes<D>();
     return cudaSuccess;
 }
 
