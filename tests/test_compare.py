@@ -198,6 +198,17 @@ class Goals(unittest.TestCase):
         self.assertIn("met at 1 of 2 shapes; missed at f32 d128 full seq 4096 0.800x", line)
         self.assertNotIn("f16", line)
 
+    def test_the_table_shows_each_goals_pair(self):
+        s, label = {"seq": 4096}, "f32 d64 full seq 4096"
+        rows = [row("attention", label, "solution", 30.0, shape=s),
+                row("attention", label, "solution tensor cores", 20.0, shape=s),
+                row("attention", label, "sdpa efficient", 25.0, shape=s)]
+        lines = compare.markdown_tables(rows, compare.LESSONS["05-flash-attention"].goals, True)
+        head = next(l for l in lines if l.startswith("| shape"))
+        self.assertTrue(head.endswith("| solution vs sdpa flash | solution tensor cores vs sdpa efficient |"), head)
+        line = next(l for l in lines if l.startswith("| " + label))
+        self.assertTrue(line.endswith("|  | 1.25x |"), line)  # 25 / 20; no flash time: empty
+
     def test_a_launch_bound_time_is_not_judged(self):
         late = row("layernorm_bwd", "4x512", "F.layer_norm autograd", 118.1)
         late.launch_late = True

@@ -248,11 +248,12 @@ class Goal:
 SOLUTION = "solution"
 
 
-def speedups(rows):
-    """{(op, label, variant): the variant's time / the worked solution's} over
-    the shapes where both are right (> 1: the worked solution is faster)."""
+def speedups(rows, against=SOLUTION):
+    """{(op, label, variant): the variant's time / the time of `against` (the
+    worked solution unless named)} over the shapes where both are right (> 1:
+    `against` is faster)."""
     solution = {(r.op, r.label): r.median_us for r in rows
-                if r.variant == SOLUTION and r.check == "ok" and r.median_us}
+                if r.variant == against and r.check == "ok" and r.median_us}
     out = {}
     for r in rows:
         base = solution.get((r.op, r.label))
@@ -269,6 +270,7 @@ def goal_lines(rows, goals):
         by_shape.setdefault((r.op, r.label), {})[r.variant] = r
     lines = []
     for g in goals:
+        ratio = speedups(rows, g.variant)
         labels = [label for (op, label) in by_shape if op == g.op and g.where in label]
         met, missed, unjudged = 0, [], []
         for label in labels:
@@ -289,7 +291,7 @@ def goal_lines(rows, goals):
                     late = g.against if other.launch_late else g.variant
                     unjudged.append(f"{label} ({late} launch-bound: its time may hold host time)")
                     continue
-                value = other.median_us / sol.median_us
+                value = ratio[(g.op, label, g.against)]
                 # (three decimals on a miss: 1.497 is not 1.50)
                 shown = f"{value:.2f}x" if value >= g.at_least else f"{value:.3f}x"
             if value is None:
@@ -343,6 +345,8 @@ def markdown_tables(rows, goals, compute_bound=False):
     variant (µs), the worked solution's GB/s and % of the copy ceiling (or
     TFLOP/s), and the speedup of each goal's variant over the variant it is
     judged against."""
+    ratio = {v: speedups(rows, v) for v, _ in
+             dict.fromkeys((g.variant, g.against) for g in goals if g.against)}
     out = []
     ops = list(dict.fromkeys(r.op for r in rows))
     for op in ops:
@@ -376,9 +380,8 @@ def markdown_tables(rows, goals, compute_bound=False):
                 cells += [_num(sol.gbs, ".0f") if good else "",
                           _num(sol.pct_of_ceiling, ".0f") + "%" if good and sol.pct_of_ceiling is not None else ""]
             for v, a in pairs:
-                mine_r, other = at.get(v), at.get(a)
-                ok = all(r is not None and r.check == "ok" and r.median_us for r in (mine_r, other))
-                cells.append(f"{other.median_us / mine_r.median_us:.2f}x" if ok else "")
+                x = ratio[v].get((op, label, a))
+                cells.append(f"{x:.2f}x" if x is not None else "")
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
     return out
