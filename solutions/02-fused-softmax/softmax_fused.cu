@@ -55,10 +55,6 @@
 //@[
 #include <float.h>
 #include <stdint.h>
-//@{
-#include <cooperative_groups.h>
-//@ guided
-//@}
 
 // Registers per thread for the row: kSlots float4s = 32 floats. With at most
 // 1024 threads in a block that keeps rows up to 32768 floats on chip.
@@ -671,11 +667,16 @@ __global__ void SPLIT_CLUSTER(K) __launch_bounds__(512)
     softmax_split_kernel(const float *__restrict__ x, float *__restrict__ y, int cols, int vec)
 {
 #if __CUDA_ARCH__ >= 900
-    namespace cg = cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
+    // The cluster's intrinsics (sm_90): __clusterRelativeBlockRank() is this
+    // block's rank in it, __cluster_map_shared_rank() the address of a
+    // variable in block r's shared memory, and an arrive then a wait is the
+    // cluster's barrier (arrive releases what this thread wrote, wait
+    // acquires what the others did). cooperative_groups' cluster.sync(),
+    // map_shared_rank() and block_rank() are these calls; without its header
+    // this file builds in half the time (1.3 s against 2.8, sm_90, 2 CPUs).
     __shared__ float partial_m[32], partial_d[32];
     __shared__ float2 mine, row;
-    const int rank = (int)cluster.block_rank();
+    const int rank = (int)__clusterRelativeBlockRank();
     // Segments of whole float4s, so a vec row's segments start 16-byte aligned.
     const int seg = CEIL_DIV(cols, 4 * K) * 4, s0 = rank * seg;
     const int n = max(0, min(seg, cols - s0));
@@ -686,11 +687,12 @@ __global__ void SPLIT_CLUSTER(K) __launch_bounds__(512)
     online_pass1(xr, n, vec, &m, &d);
     block_online_merge(&m, &d, partial_m, partial_d); // this segment's (m, d)
     if (threadIdx.x == 0) mine = make_float2(m, d);
-    cluster.sync(); // every block's pair is written and visible to the cluster
+    __cluster_barrier_arrive(); // every block's pair is written and visible
+    __cluster_barrier_wait();   // to the cluster
     if (threadIdx.x < 32) { // warp 0 merges the K pairs (K <= 32), one a lane
         float rm = -FLT_MAX, rd = 0.0f;
         if ((int)threadIdx.x < K) {
-            float2 p = *cluster.map_shared_rank(&mine, threadIdx.x);
+            float2 p = *(const float2 *)__cluster_map_shared_rank(&mine, threadIdx.x);
             rm = p.x;
             rd = p.y;
         }
@@ -703,7 +705,8 @@ __global__ void SPLIT_CLUSTER(K) __launch_bounds__(512)
     }
     // A block's shared memory must outlive every read of it from the cluster,
     // and `row` must be visible to the whole block: one more cluster barrier.
-    cluster.sync();
+    __cluster_barrier_arrive();
+    __cluster_barrier_wait();
     online_pass2(xr, yr, n, vec, row.x, 1.0f / row.y);
 #else
     (void)x, (void)y, (void)cols, (void)vec;
