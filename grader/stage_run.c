@@ -538,6 +538,7 @@ static void merge_runs(suite_run *a, suite_run *b)
         a->why = w;
     }
     a->elapsed += b->elapsed;
+    a->again += b->again;
     for (int i = 0; i < b->speed.n; ++i) {
         a->speed.v = xrealloc(a->speed.v, (size_t)(a->speed.n + 1) * sizeof *a->speed.v);
         a->speed.v[a->speed.n++] = b->speed.v[i];
@@ -755,13 +756,16 @@ static void run_suite_part(grader *g, step_kind kind, const submission_keys *key
             free(ev);
             ev = ev2;
             double first = sr->elapsed;
+            int before = sr->again;
             suite_run_free(sr);
             *sr = again;
             sr->elapsed += first;
+            sr->again += before + 1;
         } else {
             keep_tests(&again, again_names, 1);
             keep_tests(sr, again_names, 0); /* (and their speed records) */
             merge_runs(sr, &again);
+            sr->again++;
             char *jtag = xasprintf("-%s%s-apart", kind == STEP_TRUSTED ? "trusted" : "test", tag);
             ev = evidence_join(g, suite, jtag, ev, again_names, ev2);
             free(jtag);
@@ -864,12 +868,15 @@ static void run_suite_gpu(grader *g, lesson_result *lr, step_kind kind,
             ev = evidence_join(g, suite, kind == STEP_TRUSTED ? "-trusted-again" : "-test-again",
                                ev, again_names, ev2);
         } else {
+            int before = sr->again;
             if (names) keep_tests(&again, names, 0);
             free(ev);
             ev = ev2;
             suite_run_free(sr);
             *sr = again;
+            sr->again += before;
         }
+        sr->again++;
         free(again_names);
         free(again_glob);
     }
@@ -964,6 +971,7 @@ static void suite_run_copy(const suite_run *from, suite_run *to)
     to->suite = xstrdup(from->suite);
     to->state = from->state;
     to->why = from->why ? xstrdup(from->why) : NULL;
+    to->again = from->again;
     to->n = from->n;
     to->cases = xcalloc((size_t)from->n + 1, sizeof *to->cases);
     for (int i = 0; i < from->n; ++i) {
@@ -1227,6 +1235,7 @@ static void sanitizer_log(grader *g, submission *s, const lesson_info *li, const
     }
     char *logname = xasprintf("%s-sanitizer.log", li->number);
     write_log(g, s, logname, sbuf_str(&log));
+    free(logname);
     sbuf_free(&log);
 }
 

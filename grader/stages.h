@@ -37,6 +37,9 @@ typedef struct {
     cr_case *cases;
     int n;
     speed_log speed;
+    int again; /* runs made again after the first (one process per case, or
+                * alone): the first run's folder then holds what that run
+                * wrote, not what the results stand for */
 } suite_run;
 
 typedef struct {

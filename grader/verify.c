@@ -348,8 +348,12 @@ void reference_verify_once(grader *g, const lesson_info *li, const rubric_lesson
                 if (sr.cases[c].status != CR_SKIPPED) strlist_add(&t->ran, sr.cases[c].test);
             /* what it measured is handed on only when the worked solution's
              * models matched every measurement: a counter that misread here
-             * would fail every honest model of the batch */
-            t->measured = passed == ran ? measured_lines(measured, ran) : NULL;
+             * would fail every honest model of the batch. Tests that ran
+             * again (the first run ended without its report, or its cases
+             * together did not stand for every case) wrote to another
+             * folder: the first run's file, read above, is then not what
+             * the passes stand for, and nothing is handed on */
+            t->measured = passed == ran && sr.again == 0 ? measured_lines(measured, ran) : NULL;
             strlist_addf(&g->reference_notes, "lesson %s %s: the worked solution ran %d of its %d "
                          "cases on this GPU, comparing no output array: every submission's "
                          "verify stage counts on that run%s", li->number, suite, ran, sr.n,
@@ -358,6 +362,9 @@ void reference_verify_once(grader *g, const lesson_info *li, const rubric_lesson
                          : passed != ran ? "; what it measured is not handed on (a case of "
                                            "the worked solution's did not pass: each "
                                            "submission's run measures its own)"
+                         : sr.again != 0 ? "; what it measured is not handed on (some of its "
+                                           "cases ran again: each submission's run measures "
+                                           "its own)"
                                          : "");
         }
         free(measured);
