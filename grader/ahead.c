@@ -23,6 +23,14 @@
  * child has ended: stage_run.c). A child that ends without its
  * result costs only time the same way.
  *
+ * When the next lesson and the one after it are both the same submission's
+ * as the lesson being graded, a second child builds the one after, at the
+ * same time: a lesson's steps left after its timed ones are not always as
+ * long as the next build (lesson 04's verifying runs and sanitizer, about
+ * 4 s, against lesson 05's build, 8-11 s on an H100 host), and the lesson
+ * before offers more (lesson 03's, about 11 s). Its result waits, kept, for
+ * its turn, and both children are waited for before anything times again.
+ *
  * Only a lesson other than the one being graded is built ahead: both use the
  * scratch build, and rebuilding the lesson under test would replace the test
  * program its steps run. --no-build-ahead turns it off.
@@ -42,6 +50,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* a child builds one lesson: the next, and the one after it (above) */
+#define AHEAD_SLOTS 2
+
 typedef struct {
     pid_t pid;             /* the child, until it is reaped */
     const submission *s;   /* what it prepares */
@@ -51,7 +62,7 @@ typedef struct {
     int reaped;
 } ahead;
 
-static ahead pending; /* at most one child at a time */
+static ahead slots[AHEAD_SLOTS]; /* a slot is free when neither running nor reaped */
 
 static char *json_text(const cJSON *o, const char *key)
 {
@@ -100,86 +111,126 @@ static void child_main(grader *g, const submission *s, const lesson_info *li, co
     _exit(ok ? 0 : 1);
 }
 
-void ahead_start(grader *g, const lesson_result *now)
+static ahead *find(const submission *s, const lesson_info *li)
 {
-    if (g->no_build_ahead || !g->ready || pending.pid > 0 || pending.reaped || proc_interrupted())
-        return;
-    if (g->next_s == NULL || g->next_k < 0 || g->next_k >= g->lessons.n) return;
-    const lesson_info *li = manifest_find(&g->man, g->lessons.v[g->next_k]);
+    for (int i = 0; i < AHEAD_SLOTS; ++i)
+        if ((slots[i].pid > 0 || slots[i].reaped) && slots[i].s == s && slots[i].li == li)
+            return &slots[i];
+    return NULL;
+}
+
+static void start_one(grader *g, const lesson_result *now, submission *s, int k,
+                      const char *tag)
+{
+    if (s == NULL || k < 0 || k >= g->lessons.n) return;
+    const lesson_info *li = manifest_find(&g->man, g->lessons.v[k]);
     /* (the lesson under test keeps its own test program) */
-    if (li == NULL || li == now->li) return;
-    char *path = xasprintf("%s/ahead-%ld.json", g->work, (long)getpid());
+    if (li == NULL || li == now->li || find(s, li)) return;
+    ahead *a = NULL;
+    for (int i = 0; i < AHEAD_SLOTS && a == NULL; ++i)
+        if (slots[i].pid <= 0 && !slots[i].reaped) a = &slots[i];
+    if (a == NULL) return;
+    char *path = xasprintf("%s/ahead-%ld-%d.json", g->work, (long)getpid(), (int)(a - slots));
     unlink(path);
-    char *progress = xasprintf("%s (ahead)", g->next_progress ? g->next_progress : li->name);
+    char *progress = xasprintf("%s (ahead)", tag ? tag : li->name);
     fflush(NULL);
     pid_t parent = getpid();
     pid_t pid = fork();
-    if (pid == 0) child_main(g, g->next_s, li, path, progress, parent); /* never returns */
+    if (pid == 0) child_main(g, s, li, path, progress, parent); /* never returns */
     free(progress);
     if (pid < 0) {
         free(path);
         return; /* built in its turn */
     }
-    pending.pid = pid;
-    pending.s = g->next_s;
-    pending.li = li;
-    pending.path = path;
+    a->pid = pid;
+    a->s = s;
+    a->li = li;
+    a->path = path;
 }
 
-/* Whether the child builds a lesson of `s` (the one being graded): such a
- * build may go on beside the sanitizer's run of s's own code (lesson.c). */
+void ahead_start(grader *g, const lesson_result *now)
+{
+    if (g->no_build_ahead || !g->ready || proc_interrupted()) return;
+    start_one(g, now, g->next_s, g->next_k, g->next_progress);
+    /* g->after_s is set only when it and the next lesson are the
+     * submission's being graded */
+    start_one(g, now, g->after_s, g->after_k, g->after_progress);
+}
+
+/* Whether a child is building and every child building builds a lesson of
+ * `s` (the one being graded): such builds may go on beside the sanitizer's
+ * run of s's own code (lesson.c). */
 int ahead_for(const submission *s)
 {
-    return pending.pid > 0 && pending.s == s;
+    int any = 0;
+    for (int i = 0; i < AHEAD_SLOTS; ++i)
+        if (slots[i].pid > 0) {
+            if (slots[i].s != s) return 0;
+            any = 1;
+        }
+    return any;
 }
 
-/* Reap the child (stopping it first when the batch was interrupted: a
+/* Reap one child (stopping it first when the batch was interrupted: a
  * SIGTERM to the grader alone does not reach it) and keep what it wrote. */
-void ahead_finish(void)
+static void reap(ahead *a)
 {
-    if (pending.pid <= 0) return;
+    if (a->pid <= 0) return;
     int status = 0, signalled = 0;
     double t_kill = 0.0;
     for (;;) {
         if (proc_interrupted() && !signalled) {
-            kill(pending.pid, SIGTERM);
+            kill(a->pid, SIGTERM);
             signalled = 1;
             t_kill = now_s();
         }
-        pid_t w = waitpid(pending.pid, &status, signalled ? WNOHANG : 0);
-        if (w == pending.pid) break;
+        pid_t w = waitpid(a->pid, &status, signalled ? WNOHANG : 0);
+        if (w == a->pid) break;
         if (w < 0 && errno != EINTR) break;
         if (signalled) {
-            if (now_s() - t_kill > 10.0) kill(pending.pid, SIGKILL);
+            if (now_s() - t_kill > 10.0) kill(a->pid, SIGKILL);
             struct timespec ts = {0, 50 * 1000 * 1000};
             nanosleep(&ts, NULL);
         }
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-        char *text = read_file(pending.path, 64u << 20, NULL, NULL);
-        if (text) pending.result = cJSON_Parse(text);
+        char *text = read_file(a->path, 64u << 20, NULL, NULL);
+        if (text) a->result = cJSON_Parse(text);
         free(text);
     }
-    unlink(pending.path);
-    pending.pid = 0;
-    pending.reaped = 1;
+    unlink(a->path);
+    a->pid = 0;
+    a->reaped = 1;
 }
 
-static void forget(void)
+/* Wait for every child building */
+void ahead_finish(void)
 {
-    cJSON_Delete(pending.result);
-    free(pending.path);
-    memset(&pending, 0, sizeof pending);
+    for (int i = 0; i < AHEAD_SLOTS; ++i) reap(&slots[i]);
+}
+
+static void forget(ahead *a)
+{
+    cJSON_Delete(a->result);
+    free(a->path);
+    memset(a, 0, sizeof *a);
 }
 
 int ahead_take(const submission *s, lesson_result *lr, lesson_state *st, char **summary,
                char **detail, char **why)
 {
-    if (pending.pid <= 0 && !pending.reaped) return -1;
-    int mine = pending.s == s && pending.li == lr->li;
-    if (!mine && pending.pid > 0) kill(pending.pid, SIGTERM); /* not what comes next */
-    ahead_finish();
-    const cJSON *o = pending.result;
+    /* a child for another submission is not what comes next: stopped and
+     * forgotten (one of this submission's, for a later lesson, is kept) */
+    for (int i = 0; i < AHEAD_SLOTS; ++i)
+        if ((slots[i].pid > 0 || slots[i].reaped) && slots[i].s != s) {
+            if (slots[i].pid > 0) kill(slots[i].pid, SIGTERM);
+            reap(&slots[i]);
+            forget(&slots[i]);
+        }
+    ahead *a = find(s, lr->li);
+    if (a == NULL) return -1;
+    reap(a);
+    const cJSON *o = a->result;
     lesson_state got = o ? (lesson_state)(int)json_num(o, "state") : L_SETUP_FAILED;
     /* Only a verdict no process of the child's could have changed is taken
      * as it is: the files are in and built and scanned clean, or the lesson
@@ -188,8 +239,8 @@ int ahead_take(const submission *s, lesson_result *lr, lesson_state *st, char **
      * the lesson before it, the child's processes shared the machine, its
      * time and the sandbox user's limits, and a step that could not start
      * or ran out of time there says nothing of the student's files. */
-    if (!mine || !o || !(got == L_GRADED || got == L_NOT_SUBMITTED || got == L_REFUSED)) {
-        forget();
+    if (!o || !(got == L_GRADED || got == L_NOT_SUBMITTED || got == L_REFUSED)) {
+        forget(a);
         return -1;
     }
     *st = got;
@@ -204,13 +255,15 @@ int ahead_take(const submission *s, lesson_result *lr, lesson_state *st, char **
     {
         if (cJSON_IsString(n)) strlist_add(&lr->notes, n->valuestring);
     }
-    forget();
+    forget(a);
     return 0;
 }
 
 void ahead_cancel(void)
 {
-    if (pending.pid > 0) kill(pending.pid, SIGTERM);
-    ahead_finish();
-    forget();
+    for (int i = 0; i < AHEAD_SLOTS; ++i) {
+        if (slots[i].pid > 0) kill(slots[i].pid, SIGTERM);
+        reap(&slots[i]);
+        forget(&slots[i]);
+    }
 }

@@ -919,6 +919,14 @@ int main(int argc, char **argv)
             g.next_progress = ni < nsub ? progress_tag(tag, ni, nsub, &subs[ni],
                                                        manifest_find(&g.man, g.lessons.v[nk]))
                                         : NULL;
+            /* and the one after it, when it is this submission's too */
+            int after = k + 2 < s->n_lessons;
+            g.after_s = after ? s : NULL;
+            g.after_k = after ? k + 2 : -1;
+            free(g.after_progress);
+            g.after_progress = after ? progress_tag(tag, i, nsub, s,
+                                                    manifest_find(&g.man, g.lessons.v[k + 2]))
+                                     : NULL;
             double tl = now_s();
             grade_lesson(&g, s, lr, progress);
             ++lessons_done;
@@ -949,6 +957,8 @@ int main(int argc, char **argv)
     ahead_cancel(); /* (one left when the batch was interrupted) */
     free(g.next_progress);
     g.next_progress = NULL;
+    free(g.after_progress);
+    g.after_progress = NULL;
     write_roster_csv(&g, subs, nsub);
     write_junit_xml(&g, subs, nsub);
     /* a shard that could not set up (no GPU where one was meant, a build

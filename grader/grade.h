@@ -115,6 +115,9 @@ typedef struct {
     struct submission *next_s; /* the lesson graded after this one: its submission, */
     int next_k;          /* its index in `lessons` (-1: none), */
     char *next_progress; /* and its progress tag (ahead.c) */
+    struct submission *after_s; /* the lesson after that one, when both are the */
+    int after_k;          /* submission's being graded (else NULL, -1), */
+    char *after_progress; /* and its tag: built ahead beside the next (ahead.c) */
     double t0;
 } grader;
 

@@ -293,17 +293,19 @@ void grade_lesson(grader *g, submission *s, lesson_result *lr, const char *progr
     char *unaudited = audit_speed(g, s, lr, binary, &suites, runs, progress);
     lr->audit_s = now_s() - t;
     /* nothing of this lesson times anything from here on: the next lesson's
-     * build and scan may run beside the worked solution's runs (ahead.c) */
+     * build and scan (and the one after's, when both are this
+     * submission's) may run beside the worked solution's runs (ahead.c) */
     ahead_start(g, lr);
     int grader_fault = 0;
     char *unverified = verify_runs(g, s, lr, &suites, runs, evidence, progress, &grader_fault);
     /* the sanitizer runs the student's code again, and times nothing: beside
-     * the build of this submission's own next lesson, not beside another
+     * the builds of this submission's own next lessons, not beside another
      * submission's (whose objects are not for this one's code to see being
      * made). Both count against the sandbox user's limits and share the
      * CPUs: a build that fails beside it is done again in turn (ahead.c),
      * and a sanitizer verdict a neighbour could have caused is checked again
-     * once the build has ended (run_sanitizer) */
+     * once the builds have ended (run_sanitizer). Every build ends before
+     * the next lesson's tests: they time */
     t = now_s();
     if (!ahead_for(s)) ahead_finish();
     lr->ahead_wait_s = now_s() - t;

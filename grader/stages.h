@@ -92,12 +92,13 @@ lesson_state prepare_lesson(grader *g, submission *s, lesson_result *lr, const c
 
 /* ahead.c: the next lesson's build and scan in a child process, once the
  * lesson being graded has nothing left that times (ahead_start, with
- * g->next_s and g->next_k); ahead_for: whether it builds a lesson of
- * submission s; ahead_finish: wait for it (before the sanitizer, unless it
- * builds the same submission's next lesson; before anything runs again
- * alone); ahead_take: 0 with what it found when it was this lesson's and
- * a verdict taken as it is (else -1: prepare it here); ahead_cancel: stop
- * and reap it */
+ * g->next_s and g->next_k), and beside it the one after (g->after_s and
+ * g->after_k) when both are the same submission's; ahead_for: whether
+ * children build and all build lessons of submission s; ahead_finish: wait
+ * for them all (before the sanitizer, unless they build the same
+ * submission's lessons; before anything runs again alone); ahead_take: 0
+ * with what a child found when it was this lesson's and a verdict taken as
+ * it is (else -1: prepare it here); ahead_cancel: stop and reap them */
 void ahead_start(grader *g, const lesson_result *now);
 int ahead_for(const submission *s);
 void ahead_finish(void);

@@ -107,6 +107,57 @@ set -- $scans
     fail "flagged's lesson 01, built ahead (its scan ended at line $3), was still being built when good's lesson 02 was sanitized (line $san)"
 echo "ok: no submission's code is sanitized beside another submission's build"
 
+# two lessons ahead: with lessons 01, 02 and 03, the submission's lesson 03
+# is built beside its lesson 02 (a second child), both while its lesson 01
+# is verified and sanitized, and both have ended before lesson 02's tests;
+# a lesson 03 that fails there (bad03's does not compile) is built again in
+# turn; and the batch grades as one built in turn
+worked 01-vector-add vector_add.cu "$out/in/good3/01-vector-add/vector_add.cu"
+worked 02-fused-softmax softmax_fused.cu "$out/in/good3/02-fused-softmax/softmax_fused.cu"
+worked 03-layernorm layernorm_fused.cu "$out/in/good3/03-layernorm/layernorm_fused.cu"
+cp -R "$out/in/good3" "$out/in/bad03"
+printf 'this line does not compile\n' >>"$out/in/bad03/03-layernorm/layernorm_fused.cu"
+three=$(echo "$common" | sed 's/--lessons 01,02/--lessons 01,02,03/')
+# shellcheck disable=SC2086 # $three: a list, split on purpose
+FUSIONLAB_GRADE_DEBUG=1 "$grader" "$out/in/good3" "$out/in/bad03" $three --out "$out/ahead3" \
+    >"$out/ahead3.log" 2>&1 || fail "the batch of three lessons failed: $(tail -3 "$out/ahead3.log")"
+# shellcheck disable=SC2086
+"$grader" "$out/in/good3" "$out/in/bad03" $three --no-build-ahead --out "$out/turn3" \
+    >"$out/turn3.log" 2>&1 || fail "the batch of three lessons, in turn, failed: $(tail -3 "$out/turn3.log")"
+line() { grep -n -m1 -e "$1" "$out/ahead3.log" | cut -d: -f1; }
+for p in good3 bad03; do
+    i=1; [ $p = bad03 ] && i=2
+    two=$(line "^\[$i/2\] $p 02-fused-softmax (ahead): building")
+    three=$(line "^\[$i/2\] $p 03-layernorm (ahead): building")
+    speed1=$(line "^\[$i/2\] $p 01-vector-add: running speed")
+    tests2=$(line "^\[$i/2\] $p 02-fused-softmax: running ")
+    [ -n "$two" ] && [ -n "$three" ] && [ -n "$speed1" ] && [ -n "$tests2" ] ||
+        fail "$p: lessons 02 and 03 were not both built ahead beside lesson 01 (lines '$two' '$three' '$speed1' '$tests2' of $out/ahead3.log)"
+    [ "$speed1" -lt "$two" ] && [ "$speed1" -lt "$three" ] && [ "$three" -lt "$tests2" ] ||
+        fail "$p: lesson 03 was not built ahead between lesson 01's speed tests and lesson 02's tests"
+done
+# the children had ended before lesson 02's tests began: good3's lesson 03
+# scan, the last step of its child (a step's line is written as it ends),
+# comes before the line that starts lesson 02's first suite
+scan3=$(grep -n "^step: sh [^ ]*/tools/scan-objects .*/scan-rules/lesson03.txt" "$out/ahead3.log" | head -1 | cut -d: -f1)
+t2=$(line "^\[1/2\] good3 02-fused-softmax: running ")
+[ -n "$scan3" ] && [ -n "$t2" ] && [ "$scan3" -lt "$t2" ] ||
+    fail "good3's lesson 03 was still being built or scanned when lesson 02's tests began (lines '$scan3', '$t2')"
+grep -q "^\[2/2\] bad03 03-layernorm: building" "$out/ahead3.log" ||
+    fail "bad03's lesson 03, which failed ahead, was not built again in turn"
+grep -q 'compile error' "$out/ahead3/submissions/bad03/results.json" ||
+    fail "bad03's lesson 03, built two ahead, is not a compile error"
+cmp -s "$out/ahead3/roster.csv" "$out/turn3/roster.csv" ||
+    fail "the rosters of three lessons differ: $(diff "$out/ahead3/roster.csv" "$out/turn3/roster.csv" | head -8)"
+for s in good3 bad03; do
+    norm_ahead "$out/ahead3/submissions/$s/results.json" >"$out/$s-a.json"
+    norm_ahead "$out/turn3/submissions/$s/results.json" >"$out/$s-b.json"
+    cmp -s "$out/$s-a.json" "$out/$s-b.json" ||
+        fail "$s: results.json differs: $(diff "$out/$s-a.json" "$out/$s-b.json" | head -12)"
+done
+ls "$out/work"/ahead-*.json >/dev/null 2>&1 && fail "a child's result was left in --work"
+echo "ok: a lesson built two ahead, beside the next, grades as one built in turn"
+
 # a test step sees no other lesson's student artifacts (grader/steps.c): with
 # the sandbox, lesson 02's test step hides lesson 01's library, objects and
 # test program, and runs its own (the step's command, FUSIONLAB_GRADE_DEBUG)
@@ -129,4 +180,4 @@ elif grep -q -i -e 'bwrap' -e 'bubblewrap' -e 'user namespace' -e 'sandbox' "$ou
 else
     fail "the sandboxed batch failed: $(tail -3 "$out/sandboxed.log")"
 fi
-echo "PASS: $n lessons built ahead; the batch grades as one built in turn"
+echo "PASS: $n lessons built ahead (and one two ahead); the batch grades as one built in turn"
