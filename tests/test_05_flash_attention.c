@@ -13,6 +13,9 @@
  *     tile_edges        seq 63, 64, 65, 127, 128, 129, 255, 257 (the edges of
  *                       every power-of-two tile from 32 to 256), causal or not
  *     scale             scale 0.3, 0.02 and 1.0 instead of 1/sqrt(head_dim)
+ *     shifted_scores    every score of every row far below zero (about -128
+ *                       and -181 after the scale): softmax is shift-invariant,
+ *                       and a running max started at 0 makes every weight 0
  *     limits            head_dim 0, -64, 32, 63, 65, 96, 127, 129, 256 are
  *                       refused (an error, O untouched, no error left behind);
  *                       seq 0 and batch_heads 0 write nothing, negative ones
@@ -36,8 +39,8 @@
  *   B_fused_f16::*      Part B (bonus), float16: error against the float32
  *                       reference at most 2x the unfused float16 path's, plus
  *                       1e-3 (about one float16 rounding of a value near 1)
- *     correct, tile_edges, scale, limits, batch_heads_limit, huge, stream
- *                       as in Part A (scales 0.3, 0.02, 0.2)
+ *     correct, tile_edges, scale, shifted_scores, limits, batch_heads_limit,
+ *                       huge, stream as in Part A (scales 0.3, 0.02, 0.2)
  *     range_edges       inputs at float16's range edges: Q·K past 65504 (a
  *                       small scale brings the scores back), V near 65504, V
  *                       in the subnormal range, scores near +-100; the 1e-3
@@ -1044,6 +1047,19 @@ FL_TEST(B_fused_f16, stream) { stream_case(ATTN_F16); }
 
 /* ---- B_fused_f16: float16's range edges -------------------------------------------- */
 
+/* The allowed error of a float16 output where the inputs are far from unit
+ * size: the 1e-3 scales with the largest |O|, and the unfused path (the
+ * yardstick) rounds S to float16, so each weight exp(S) moves by up to
+ * |S|max u (u = 2^-11) and O by twice that times |O|max. */
+static tol05 range_tol(problem05 *p, const char *label)
+{
+    double mag = 0.0;
+    for (size_t i = 0; i < p->n; ++i)
+        if (fabs(p->want[i]) > mag) mag = fabs(p->want[i]);
+    double sanity = (L05_F16_BASELINE_ATOL + 2.0 * p->smax * L05_F16_UNIT_ROUNDOFF) * mag;
+    return fused_tol(p, label, mag, sanity);
+}
+
 typedef struct {
     const char *what;  /* the inputs, for the message */
     shape05 s;
@@ -1097,18 +1113,65 @@ FL_TEST(B_fused_f16, range_edges)
         }
         problem_upload(&p);
         make_reference(&p);
-        double mag = 0.0;
-        for (size_t i = 0; i < n; ++i)
-            if (fabs(p.want[i]) > mag) mag = fabs(p.want[i]);
-        /* the unfused path rounds S to float16: each weight exp(S) moves by up
-         * to |S|max u (u = 2^-11), and O by twice that times |O|max */
-        double sanity = (L05_F16_BASELINE_ATOL + 2.0 * p.smax * L05_F16_UNIT_ROUNDOFF) * mag;
-        tol05 t = fused_tol(&p, label, mag, sanity);
+        tol05 t = range_tol(&p, label);
         run_guarded(&p, "attention_fused_f16");
         assert_output(&p, p.dout, p.want, &t, label, rc->hint);
         problem_free(&p);
     }
 }
+
+/* ---- A_fused_f32 and B_fused_f16: every score of a row far below zero ------------------ */
+
+/* Softmax is shift-invariant: exp(s - m) / sum exp(s - m) is the same for
+ * every m, and the running max m is there only to keep exp(s - m) in
+ * [0, 1]. Here Q is drawn from [-4.5, -3.5) and K from [3.5, 4.5), so every
+ * Q·K is about -16 head_dim and every score of every row about -128 (head_dim
+ * 64) or -181 (128) after the scale, spread by a few units from key to key:
+ * the answer is an ordinary weighted mean of V. A running max that starts
+ * at 0 instead of -INFINITY never falls to the row's max, and exp(s - 0)
+ * underflows to 0 for every key (below about -104, even float's subnormals
+ * end): l = 0 and O = 0 / 0. The other tests' rows all have a score above
+ * zero, which hides that. */
+static const shape05 kShifted[] = {{97, 64, 0, 2, 1.0f, 0.0f}, {113, 128, 1, 2, 1.0f, 0.0f}};
+#define N_SHIFTED (sizeof kShifted / sizeof kShifted[0])
+
+static void shifted_case(attn_dtype dtype)
+{
+    if (fl_test_sanitizing())
+        FL_SKIP_CASE("the values change no memory access: the sanitizer stage runs `correct`");
+    FL_REQUIRE_GPU();
+    for (size_t c = 0; c < N_SHIFTED; ++c) {
+        const shape05 *s = &kShifted[c];
+        char label[256];
+        shape_label(s, label, sizeof label);
+        size_t len = strlen(label);
+        snprintf(label + len, sizeof label - len,
+                 ", Q in [-4.5, -3.5) and K in [3.5, 4.5): every score about %.0f",
+                 -16.0 * s->head_dim / sqrt((double)s->head_dim));
+        problem05 p;
+        uint64_t seed = 0x5F00 + 8 * (uint64_t)c + dtype;
+        problem_init(&p, s, dtype, seed);
+        fl_fill_uniform(p.q, p.n, fl_seed(seed + 4), -4.5f, -3.5f);
+        fl_fill_uniform(p.k, p.n, fl_seed(seed + 5), 3.5f, 4.5f);
+        problem_upload(&p);
+        make_reference(&p);
+        /* float16: S is about 16 head_dim before the scale, as range_edges
+         * allows it */
+        tol05 t = dtype == ATTN_F16 ? range_tol(&p, label)
+                                    : fused_tol(&p, label, 1.0, L05_F16_BASELINE_ATOL);
+        run_guarded(&p, who_of(dtype));
+        assert_output(&p, p.dout, p.want, &t, label,
+                      " -- every score of these rows is far below zero, and softmax does not "
+                      "care where its scores sit: start the running max m at -INFINITY (not 0), "
+                      "so that the first tile sets it to the row's max and exp(s - m) stays in "
+                      "[0, 1] (from 0, exp(s - 0) underflows to 0 for every key, l = 0 and "
+                      "O = 0 / 0)");
+        problem_free(&p);
+    }
+}
+
+FL_TEST(A_fused_f32, shifted_scores) { shifted_case(ATTN_F32); }
+FL_TEST(B_fused_f16, shifted_scores) { shifted_case(ATTN_F16); }
 
 /* ---- A_memory ----------------------------------------------------------------------- */
 
