@@ -30,6 +30,10 @@
  * 4 s, against lesson 05's build, 8-11 s on an H100 host), and the lesson
  * before offers more (lesson 03's, about 11 s). Its result waits, kept, for
  * its turn, and both children are waited for before anything times again.
+ * The two builds share the scratch build: each makes only its own lesson's
+ * targets (the student library and the test program, whose folders no
+ * other lesson's rules touch; stage_build.c), and the harness they link is
+ * built before the batch.
  *
  * Only a lesson other than the one being graded is built ahead: both use the
  * scratch build, and rebuilding the lesson under test would replace the test
@@ -119,12 +123,35 @@ static ahead *find(const submission *s, const lesson_info *li)
     return NULL;
 }
 
+static void forget(ahead *a)
+{
+    cJSON_Delete(a->result);
+    free(a->path);
+    memset(a, 0, sizeof *a);
+}
+
+/* Only a verdict no process of the child's could have changed is taken
+ * as it is: the files are in and built and scanned clean, or the lesson
+ * was not handed in or was refused at intake. A failure of the build or
+ * the scan is looked at again, in turn and alone: beside the steps of
+ * the lesson before it, the child's processes shared the machine, its
+ * time and the sandbox user's limits, and a step that could not start
+ * or ran out of time there says nothing of the student's files. */
+static int takeable(const ahead *a)
+{
+    if (a->result == NULL) return 0;
+    lesson_state got = (lesson_state)(int)json_num(a->result, "state");
+    return got == L_GRADED || got == L_NOT_SUBMITTED || got == L_REFUSED;
+}
+
 static void start_one(grader *g, const lesson_result *now, submission *s, int k,
                       const char *tag)
 {
     if (s == NULL || k < 0 || k >= g->lessons.n) return;
     const lesson_info *li = manifest_find(&g->man, g->lessons.v[k]);
     /* (the lesson under test keeps its own test program) */
+    /* (a lesson built two ahead is not built again: its result waits, and
+     * one that failed is prepared again in its turn, as any failure ahead) */
     if (li == NULL || li == now->li || find(s, li)) return;
     ahead *a = NULL;
     for (int i = 0; i < AHEAD_SLOTS && a == NULL; ++i)
@@ -209,13 +236,6 @@ void ahead_finish(void)
     for (int i = 0; i < AHEAD_SLOTS; ++i) reap(&slots[i]);
 }
 
-static void forget(ahead *a)
-{
-    cJSON_Delete(a->result);
-    free(a->path);
-    memset(a, 0, sizeof *a);
-}
-
 int ahead_take(const submission *s, lesson_result *lr, lesson_state *st, char **summary,
                char **detail, char **why)
 {
@@ -230,26 +250,18 @@ int ahead_take(const submission *s, lesson_result *lr, lesson_state *st, char **
     ahead *a = find(s, lr->li);
     if (a == NULL) return -1;
     reap(a);
-    const cJSON *o = a->result;
-    lesson_state got = o ? (lesson_state)(int)json_num(o, "state") : L_SETUP_FAILED;
-    /* Only a verdict no process of the child's could have changed is taken
-     * as it is: the files are in and built and scanned clean, or the lesson
-     * was not handed in or was refused at intake. A failure of the build or
-     * the scan is looked at again, in turn and alone: beside the steps of
-     * the lesson before it, the child's processes shared the machine, its
-     * time and the sandbox user's limits, and a step that could not start
-     * or ran out of time there says nothing of the student's files. */
-    if (!o || !(got == L_GRADED || got == L_NOT_SUBMITTED || got == L_REFUSED)) {
+    if (!takeable(a)) { /* prepared again here, in turn and alone */
         forget(a);
         return -1;
     }
-    *st = got;
+    const cJSON *o = a->result;
+    *st = (lesson_state)(int)json_num(o, "state");
     *summary = json_text(o, "summary");
     *detail = json_text(o, "detail");
     *why = json_text(o, "why");
     lr->build_s = json_num(o, "build_s");
     lr->scan_s = json_num(o, "scan_s");
-    lr->built_ahead = got == L_GRADED;
+    lr->built_ahead = *st == L_GRADED;
     const cJSON *n;
     cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(o, "notes"))
     {

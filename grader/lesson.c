@@ -103,7 +103,8 @@ char *stage_times(const lesson_result *lr)
     if (b.len == 0) sbuf_add(&b, "no stage ran");
     /* several workers on one GPU: the stages' times above include these */
     if (lr->gpu_wait_s >= 0.05) sbuf_addf(&b, "; waited for the GPU %.1f s", lr->gpu_wait_s);
-    /* (outside every stage above: the build ahead outlasted them) */
+    /* (outside every stage above: the builds ahead, of the next lesson and
+     * the one after it, outlasted them) */
     if (lr->ahead_wait_s >= 0.05)
         sbuf_addf(&b, "; waited for the next lesson's build %.1f s", lr->ahead_wait_s);
     if (lr->reruns)

@@ -1454,8 +1454,8 @@ void run_sanitizer(grader *g, submission *s, lesson_result *lr, const char *bina
                 san->output = xstrdup("not run: a test of this lesson ran past its time limit "
                                       "(a kernel that never ends?); the sanitizer would hang too");
             else {
-                /* beside other workers' steps, the build of this
-                 * submission's next lesson (ahead.c) and with --test-jobs
+                /* beside other workers' steps, the builds of this
+                 * submission's next lessons (ahead.c) and with --test-jobs
                  * processes of each tool at once; a verdict a neighbour could
                  * have caused (a tool past its limit, a tool that could not
                  * run, a CUDA call that failed: out of memory) is checked

@@ -115,8 +115,9 @@ int run_step(grader *g, step_kind kind, const lesson_info *li, const char *scrat
         lim.fsize_bytes = 2 * GIB;
         lim.cpu_s = g->build_timeout > 0 ? g->build_timeout : 600;
         /* (RLIMIT_NPROC counts all the sandbox user's processes and
-         * threads: a build ahead (ahead.c) runs beside the sanitizer's, up
-         * to 424 at once on an H200 of 16 CPUs. Below a test step's 1024:
+         * threads: the builds ahead (ahead.c, two at most) run beside the
+         * sanitizer's, up to 424 at once on an H200 of 16 CPUs. Below a
+         * test step's 1024:
          * where the two meet a cap, the build is the one that fails, and
          * it is done again in turn) */
         lim.nproc = 768;

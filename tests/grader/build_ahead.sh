@@ -117,33 +117,42 @@ worked 02-fused-softmax softmax_fused.cu "$out/in/good3/02-fused-softmax/softmax
 worked 03-layernorm layernorm_fused.cu "$out/in/good3/03-layernorm/layernorm_fused.cu"
 cp -R "$out/in/good3" "$out/in/bad03"
 printf 'this line does not compile\n' >>"$out/in/bad03/03-layernorm/layernorm_fused.cu"
-three=$(echo "$common" | sed 's/--lessons 01,02/--lessons 01,02,03/')
-# shellcheck disable=SC2086 # $three: a list, split on purpose
-FUSIONLAB_GRADE_DEBUG=1 "$grader" "$out/in/good3" "$out/in/bad03" $three --out "$out/ahead3" \
+common3=$(echo "$common" | sed 's/--lessons 01,02/--lessons 01,02,03/')
+# shellcheck disable=SC2086 # $common3: a list, split on purpose
+FUSIONLAB_GRADE_DEBUG=1 "$grader" "$out/in/good3" "$out/in/bad03" $common3 --out "$out/ahead3" \
     >"$out/ahead3.log" 2>&1 || fail "the batch of three lessons failed: $(tail -3 "$out/ahead3.log")"
 # shellcheck disable=SC2086
-"$grader" "$out/in/good3" "$out/in/bad03" $three --no-build-ahead --out "$out/turn3" \
+"$grader" "$out/in/good3" "$out/in/bad03" $common3 --no-build-ahead --out "$out/turn3" \
     >"$out/turn3.log" 2>&1 || fail "the batch of three lessons, in turn, failed: $(tail -3 "$out/turn3.log")"
-line() { grep -n -m1 -e "$1" "$out/ahead3.log" | cut -d: -f1; }
+line() { grep -a -n -m1 -e "$1" "$out/ahead3.log" | cut -d: -f1; }
+# the end of lesson 01's speed suite: its step line (FUSIONLAB_GRADE_DEBUG),
+# written as the step ends, the first for good3 and the second for bad03
+speed_end() { grep -a -n "^step: [^ ]*/test_01_vector_add --jobs .*--filter speed/" "$out/ahead3.log" | sed -n "$1p" | cut -d: -f1; }
 for p in good3 bad03; do
     i=1; [ $p = bad03 ] && i=2
     two=$(line "^\[$i/2\] $p 02-fused-softmax (ahead): building")
-    three=$(line "^\[$i/2\] $p 03-layernorm (ahead): building")
-    speed1=$(line "^\[$i/2\] $p 01-vector-add: running speed")
+    after=$(line "^\[$i/2\] $p 03-layernorm (ahead): building")
+    speed1=$(speed_end $i)
     tests2=$(line "^\[$i/2\] $p 02-fused-softmax: running ")
-    [ -n "$two" ] && [ -n "$three" ] && [ -n "$speed1" ] && [ -n "$tests2" ] ||
-        fail "$p: lessons 02 and 03 were not both built ahead beside lesson 01 (lines '$two' '$three' '$speed1' '$tests2' of $out/ahead3.log)"
-    [ "$speed1" -lt "$two" ] && [ "$speed1" -lt "$three" ] && [ "$three" -lt "$tests2" ] ||
-        fail "$p: lesson 03 was not built ahead between lesson 01's speed tests and lesson 02's tests"
+    [ -n "$two" ] && [ -n "$after" ] && [ -n "$speed1" ] && [ -n "$tests2" ] ||
+        fail "$p: lessons 02 and 03 were not both built ahead beside lesson 01 (lines '$two' '$after' '$speed1' '$tests2' of $out/ahead3.log)"
+    [ "$speed1" -lt "$two" ] && [ "$speed1" -lt "$after" ] && [ "$after" -lt "$tests2" ] ||
+        fail "$p: lesson 03 was not built ahead between the end of lesson 01's speed suite and lesson 02's tests"
 done
+# good3's lesson 03 took what its child found: not built again in turn, and
+# its stage times say so
+grep -a -q '^\[1/2\] good3 03-layernorm: building' "$out/ahead3.log" &&
+    fail "good3's lesson 03, built two ahead, was built again in turn"
+grep -a '03-layernorm' "$out/ahead3/submissions/good3/results.json" | grep -q 'scan [0-9.]* s (ahead)' ||
+    fail "good3's lesson 03 does not say it was built ahead in its results.json"
 # the children had ended before lesson 02's tests began: good3's lesson 03
 # scan, the last step of its child (a step's line is written as it ends),
 # comes before the line that starts lesson 02's first suite
-scan3=$(grep -n "^step: sh [^ ]*/tools/scan-objects .*/scan-rules/lesson03.txt" "$out/ahead3.log" | head -1 | cut -d: -f1)
+scan3=$(grep -a -n "^step: sh [^ ]*/tools/scan-objects .*/scan-rules/lesson03.txt" "$out/ahead3.log" | head -1 | cut -d: -f1)
 t2=$(line "^\[1/2\] good3 02-fused-softmax: running ")
 [ -n "$scan3" ] && [ -n "$t2" ] && [ "$scan3" -lt "$t2" ] ||
     fail "good3's lesson 03 was still being built or scanned when lesson 02's tests began (lines '$scan3', '$t2')"
-grep -q "^\[2/2\] bad03 03-layernorm: building" "$out/ahead3.log" ||
+grep -a -q "^\[2/2\] bad03 03-layernorm: building" "$out/ahead3.log" ||
     fail "bad03's lesson 03, which failed ahead, was not built again in turn"
 grep -q 'compile error' "$out/ahead3/submissions/bad03/results.json" ||
     fail "bad03's lesson 03, built two ahead, is not a compile error"
