@@ -149,9 +149,9 @@ static void start_one(grader *g, const lesson_result *now, submission *s, int k,
 {
     if (s == NULL || k < 0 || k >= g->lessons.n) return;
     const lesson_info *li = manifest_find(&g->man, g->lessons.v[k]);
-    /* (the lesson under test keeps its own test program) */
-    /* (a lesson built two ahead is not built again: its result waits, and
-     * one that failed is prepared again in its turn, as any failure ahead) */
+    /* (the lesson under test keeps its own test program; a lesson built two
+     * ahead is not built again: its result waits, and one that failed is
+     * prepared again in its turn, as any failure ahead) */
     if (li == NULL || li == now->li || find(s, li)) return;
     ahead *a = NULL;
     for (int i = 0; i < AHEAD_SLOTS && a == NULL; ++i)
