@@ -62,6 +62,33 @@
 #include "attention.h"
 #include "attention_reference.h"
 
+#ifdef FL_TEST_WGMMA
+/* test_05_flash_attention_wgmma (CMakeLists.txt): this file again, built
+ * against the worked solution with its sm_90a code, where every call of
+ * attention_fused_f16 below is a call of the going-further Hopper kernel's
+ * launcher (attention.h) and Part B's suite is run (ctest
+ * 05-flash-attention/solution-wgmma). It needs a Hopper GPU: elsewhere that
+ * launcher says cudaErrorNotSupported, and every case skips. */
+#define attention_fused_f16 attention_fused_f16_wgmma
+#undef FL_REQUIRE_GPU
+#define FL_REQUIRE_GPU()                                                      \
+    do {                                                                      \
+        if (fl_test_gpu_count() == 0) FL_SKIP_CASE("no CUDA device");         \
+        if (!hopper_here())                                                   \
+            FL_SKIP_CASE("no Hopper GPU (compute capability 9.0): the wgmma " \
+                         "kernel runs only there");                           \
+    } while (0)
+static int hopper_here(void)
+{
+    int dev = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
+        return 0;
+    return major == 9 && minor == 0;
+}
+#endif
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

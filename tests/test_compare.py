@@ -24,6 +24,7 @@
 import contextlib
 import ctypes
 import io
+import json
 import math
 import os
 import re
@@ -205,9 +206,10 @@ class Goals(unittest.TestCase):
                 row("attention", label, "sdpa efficient", 25.0, shape=s)]
         lines = compare.markdown_tables(rows, compare.LESSONS["05-flash-attention"].goals, True)
         head = next(l for l in lines if l.startswith("| shape"))
-        self.assertTrue(head.endswith("| solution vs sdpa flash | solution tensor cores vs sdpa efficient |"), head)
+        self.assertTrue(head.endswith("| solution vs sdpa flash | solution wgmma vs sdpa flash | "
+                                      "solution tensor cores vs sdpa efficient |"), head)
         line = next(l for l in lines if l.startswith("| " + label))
-        self.assertTrue(line.endswith("|  | 1.25x |"), line)  # 25 / 20; no flash time: empty
+        self.assertTrue(line.endswith("|  |  | 1.25x |"), line)  # 25 / 20; no flash time: empty
 
     def test_a_launch_bound_time_is_not_judged(self):
         late = row("layernorm_bwd", "4x512", "F.layer_norm autograd", 118.1)
@@ -434,6 +436,19 @@ class StudentTrialRun(unittest.TestCase):
         self.assertIn("stopped before it (at softmax 4x32",
                       f(("softmax 4x64", "student"), failures, done, stopped)[1])
         self.assertIsNone(f(("softmax 4x64", "student"), {}, done, None), "no crash: all ran")
+
+    def test_an_optional_launcher_not_for_this_gpu_stays_n_a(self):
+        na = "not on this GPU (returned cudaErrorNotSupported)"
+        lines = [{"case": "a", "variant": "student wgmma", "status": "start"},
+                 {"case": "a", "variant": "student wgmma", "status": "n/a", "message": na},
+                 {"case": "a", "variant": "student", "status": "start"},
+                 {"case": "a", "variant": "student", "status": "ERROR", "message": "returned x"},
+                 {"case": "b", "variant": "student", "status": "start"}]
+        failures, done, running = compare.read_probe("\n".join(json.dumps(l) for l in lines))
+        self.assertEqual(failures[("a", "student wgmma")], ("n/a", na))
+        self.assertEqual(failures[("a", "student")], ("ERROR", "returned x"))
+        self.assertEqual(done, {("a", "student wgmma"), ("a", "student")})
+        self.assertEqual(running, ("b", "student"))
 
 
 class Prototypes(unittest.TestCase):

@@ -116,6 +116,7 @@ C_API = {
     "attention_fused_f32": (I, [P, P, P, P, I, I, I, F, I, P]),
     "attention_fused_f16": (I, [P, P, P, P, I, I, I, F, I, P]),
     "attention_fused_f32_tc": (I, [P, P, P, P, I, I, I, F, I, P]),
+    "attention_fused_f16_wgmma": (I, [P, P, P, P, I, I, I, F, I, P]),
     "attention_unfused_workspace_bytes": (SZ, [I, I, I]),
     "attention_unfused_f32": (I, [P, P, P, P, I, I, I, F, I, P, SZ, P]),
     "attention_unfused_f16": (I, [P, P, P, P, I, I, I, F, I, P, SZ, P]),
@@ -434,7 +435,8 @@ class KernelVariant(Variant):
     """A C launcher of the course: launch(stream) -> cudaError_t, writing into
     outputs allocated once. optional: a launcher that may say
     cudaErrorNotSupported on a GPU it does not serve (lesson 05's float32 on
-    tensor cores), which then reads n/a, not ERROR."""
+    tensor cores, its float16 on Hopper's wgmma), which then reads n/a, not
+    ERROR."""
 
     def __init__(self, env, name, kind, launch, outputs, tolerance=None, scratch=(),
                  optional=False):
@@ -1115,8 +1117,9 @@ def sdpa_variants(env, q4, k4, v4, scale, causal):
     return out
 
 
-# lesson 05's going-further float32 launcher, as a variant's name: "solution" + this
-TENSOR_CORES = " tensor cores"
+# lesson 05's going-further launchers, as a variant's name: "solution" + this
+TENSOR_CORES = " tensor cores"  # float32 on TF32 tensor cores
+WGMMA = " wgmma"                # float16 on Hopper's warpgroup MMA
 
 
 def cases_05(env):
@@ -1154,9 +1157,10 @@ def cases_05(env):
                         "o": attention_reference(torch, q, k, v, scale, mask)},
                     {"o": fused_tol})
         fused = "attention_fused_f16" if f16 else "attention_fused_f32"
-        # float32 also through the going-further launcher (tensor cores) of
-        # whichever side's file defines it
-        launchers = [(fused, "")] + ([] if f16 else [("attention_fused_f32_tc", TENSOR_CORES)])
+        # each precision also through its going-further launcher (float32 on
+        # tensor cores, float16 on Hopper's wgmma) where a side's file defines it
+        launchers = [(fused, "")] + ([("attention_fused_f16_wgmma", WGMMA)] if f16 else
+                                     [("attention_fused_f32_tc", TENSOR_CORES)])
         for name, kind, lib in env.sides():
             for fn, suffix in launchers:
                 if getattr(lib, fn, None) is None:
@@ -1215,6 +1219,8 @@ LESSONS = {
     "05-flash-attention": Lesson("05-flash-attention", cases_05, [
         Goal("float16 at least as fast as SDPA's flash backend", "attention", "sdpa flash", 1.0,
              where="f16"),
+        Goal("float16 on Hopper's wgmma (going further) at least as fast as SDPA's flash backend",
+             "attention", "sdpa flash", 1.0, variant=SOLUTION + WGMMA, where="f16"),
         Goal("float32 on tensor cores (going further) >= 1.2x SDPA's memory-efficient backend "
              "at head_dim 64", "attention", "sdpa efficient", 1.2,
              variant=SOLUTION + TENSOR_CORES, where="f32 d64 "),
@@ -1315,6 +1321,20 @@ def probe_student(args, lesson, timeout_s=600):
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
         err, rc = f"no answer in {timeout_s} s", None
+    failures, done, running = read_probe(out)
+    stopped = None
+    if rc != 0:
+        last = (err.strip().splitlines() or [f"exit code {rc}"])[-1]
+        stopped = (running, f"your kernel's trial run crashed or hung here ({last}): "
+                            f"./lab check {lesson.name[:2]} --sanitize says where")
+    return failures, done, stopped
+
+
+def read_probe(out):
+    """The child's lines (probe_main): {(case key, variant): (check, message)}
+    for each variant that did not run right (n/a for an optional launcher not
+    for this GPU, ERROR for the rest), the set of variants that finished, and
+    the one that started and did not finish (None)."""
     failures, done, running = {}, set(), None
     for line in out.splitlines():
         try:
@@ -1328,13 +1348,8 @@ def probe_student(args, lesson, timeout_s=600):
         running = None
         done.add(key)
         if rec["status"] != "ok":
-            failures[key] = ("ERROR", rec["message"])
-    stopped = None
-    if rc != 0:
-        last = (err.strip().splitlines() or [f"exit code {rc}"])[-1]
-        stopped = (running, f"your kernel's trial run crashed or hung here ({last}): "
-                            f"./lab check {lesson.name[:2]} --sanitize says where")
-    return failures, done, stopped
+            failures[key] = ("n/a" if rec["status"] == "n/a" else "ERROR", rec["message"])
+    return failures, done, running
 
 
 def student_failure(key, failures, done, stopped):
@@ -1470,7 +1485,7 @@ def main(argv=None):
           f"way, at 256 MiB buffers ({ceiling:.0f} GB/s here) and at the shape's own bytes; "
           f"CSV: {os.path.relpath(path)})")
     print("")
-    # (n/a: an optional launcher not for this GPU, lesson 05's float32 on tensor cores)
+    # (n/a: an optional launcher not for this GPU: lesson 05's going-further kernels)
     wrong = [r for r in rows if r.kind in (SOLUTION, "course") and r.check not in ("ok", "n/a")]
     for r in wrong:
         print(f"compare: the course's own {r.variant} is {r.check} at {r.op} {r.label}: {r.note}",

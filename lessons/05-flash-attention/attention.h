@@ -52,6 +52,19 @@ EXTERN_C cudaError_t attention_fused_f32_tc(const float *q, const float *k, cons
                                             float *o, int batch_heads, int seq, int head_dim,
                                             float scale, int causal, cudaStream_t stream);
 
+/* ---- Going further (optional, not graded): float16 on Hopper's wgmma -------
+ * Part B's job with the warpgroup MMA of sm_90a (the worked solution's
+ * attention_f16_wgmma_kernel; the lesson's README, "Going further"). Same
+ * arguments as attention_fused_f16; cudaErrorNotSupported off compute
+ * capability 9.0 and wherever the library holds no sm_90a code (the course's
+ * own builds: only ./lab compare's library of the worked solution has it).
+ * Nothing calls it but ./lab compare, which times it beside Part B when the
+ * file defines it. */
+EXTERN_C cudaError_t attention_fused_f16_wgmma(const uint16_t *q, const uint16_t *k,
+                                               const uint16_t *v, uint16_t *o, int batch_heads,
+                                               int seq, int head_dim, float scale, int causal,
+                                               cudaStream_t stream);
+
 /* ---- The baseline (complete, attention_unfused.cu) --------------------------
  * What eager PyTorch runs for  softmax(q @ k.transpose(-2, -1) * scale) @ v:
  *     S = Q Kᵀ · scale     cuBLAS strided-batched GEMM, S written to memory

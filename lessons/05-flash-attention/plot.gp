@@ -5,8 +5,9 @@
 #              unfused_tflops,fused_tflops,unfused_mib,fused_mib,device_mib
 # (nan where the unfused path's S and P did not fit in device memory)
 # With a compare CSV (./lab compare 05; by default the sibling *-compare.csv),
-# PyTorch's SDPA backends, eager PyTorch, your kernel and the worked float32
-# tensor-core launcher of "Going further" are drawn as points
+# PyTorch's SDPA backends, eager PyTorch, your kernel and the worked file's
+# launchers of "Going further" (float32 on tensor cores, float16 on Hopper's
+# wgmma, where this GPU ran it) are drawn as points
 # at its head_dim 64, no-mask shapes (2 x 16 heads, the bench's 32). Its
 # columns: device,date,op,dtype,batch,heads,seq,head_dim,causal,variant,kind,
 # median_us,gbs,pct_of_ceiling,tflops,check,max_err,solution_speedup,note
@@ -19,7 +20,7 @@ call here.'/../../plots/args.gp' ARG1 ARG2 fl_arg3
 of(dt, c) = strcol(3) eq dt ? column(c) : NaN
 # the compare CSV's rows of precision dt, d = 64, no mask, variant v: TFLOP/s where right
 c05(dt, v) = (strcol(4) eq dt && column(8) == 64 && column(9) == 0) ? fl_cmp_col(v, 15, 10, 16) : NaN
-cmp_tf = strlen(fl_cmp) == 0 ? '' : sprintf(", '%s' using 7:(c05('f16', 'sdpa flash')) with points lt 7 pt 13 ps 1.6 title 'SDPA flash float16', '' using 7:(c05('f16', 'sdpa efficient')) with points lt 7 pt 9 ps 1.6 title 'SDPA efficient float16', '' using 7:(c05('f16', 'sdpa cudnn')) with points lt 7 pt 11 ps 1.6 title 'SDPA cuDNN float16', '' using 7:(c05('f32', 'sdpa efficient')) with points lt 7 pt 8 ps 1.6 title 'SDPA efficient float32', '' using 7:(c05('f16', 'torch eager')) with points lt 6 pt 6 ps 1.6 title 'PyTorch eager float16', '' using 7:(c05('f32', 'torch eager')) with points lt 6 pt 7 ps 1.6 title 'PyTorch eager float32', '' using 7:(c05('f16', 'student')) with points lt 9 pt 12 ps 1.6 title 'your kernel float16', '' using 7:(c05('f32', 'student')) with points lt 9 pt 5 ps 1.6 title 'your kernel float32', '' using 7:(c05('f32', 'solution tensor cores')) with points lt 2 pt 3 ps 1.6 title 'going-further float32'", fl_cmp)
+cmp_tf = strlen(fl_cmp) == 0 ? '' : sprintf(", '%s' using 7:(c05('f16', 'sdpa flash')) with points lt 7 pt 13 ps 1.6 title 'SDPA flash float16', '' using 7:(c05('f16', 'sdpa efficient')) with points lt 7 pt 9 ps 1.6 title 'SDPA efficient float16', '' using 7:(c05('f16', 'sdpa cudnn')) with points lt 7 pt 11 ps 1.6 title 'SDPA cuDNN float16', '' using 7:(c05('f32', 'sdpa efficient')) with points lt 7 pt 8 ps 1.6 title 'SDPA efficient float32', '' using 7:(c05('f16', 'torch eager')) with points lt 6 pt 6 ps 1.6 title 'PyTorch eager float16', '' using 7:(c05('f32', 'torch eager')) with points lt 6 pt 7 ps 1.6 title 'PyTorch eager float32', '' using 7:(c05('f16', 'student')) with points lt 9 pt 12 ps 1.6 title 'your kernel float16', '' using 7:(c05('f32', 'student')) with points lt 9 pt 5 ps 1.6 title 'your kernel float32', '' using 7:(c05('f32', 'solution tensor cores')) with points lt 2 pt 3 ps 1.6 title 'going-further float32', '' using 7:(c05('f16', 'solution wgmma')) with points lt 2 pt 4 ps 1.6 title 'going-further float16 (wgmma)'", fl_cmp)
 
 do for [fl_fmt in fl_formats] {
     eval fl_term(fl_fmt, 1500, 500)

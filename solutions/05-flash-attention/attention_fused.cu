@@ -1262,6 +1262,282 @@ __global__ void __launch_bounds__(32 * NW)
 #endif
 }
 
+// ============================================================================
+// Going further: float16 on Hopper's warpgroup MMA (wgmma, sm_90a)
+// ============================================================================
+
+// Not the lesson's path (Part B is): attention_fused_f16_wgmma (attention.h),
+// which ./lab compare times beside Part B. Part B's mma.sync is a warp's
+// instruction: 16 rows at a time, and every operand passes through the
+// warp's registers (ldmatrix for K and V, each key tile). Hopper adds wgmma:
+// the four warps of a warpgroup multiply a 64-row tile together, and the
+// tensor cores read B straight from shared memory, described by a 64-bit
+// descriptor. Here, for every key tile, S = Q Kᵀ is one chain of D/16 wgmma
+// (Q from registers, K from shared memory) and O += P V one chain of BC/16
+// (P from registers, V from shared memory). The rest is Part B's: a wgmma
+// accumulator has, in each warp of the group, the mma.sync C layout (warp w
+// holds rows 16w .. 16w+15, lane (g, t4) the elements of s[mt][n][e] with
+// mt = 0), and the A operand from registers the a[0..3] layout, so the
+// masks, the online softmax, P's packing and the epilogue are Part B's
+// functions on the same arrays. 8 warps (two warpgroups, 128 query rows),
+// K and V double-buffered with cp.async as in Part B.
+//
+// wgmma exists only in code built for sm_90a, the Hopper-specific target
+// (nvcc -arch=sm_90a); the course's builds are for sm_90 and older, where
+// this kernel is an empty one that traps. CMakeLists.txt adds sm_90a code
+// to the library ./lab compare loads for the worked solution and to
+// test_05_flash_attention_wgmma (Part B's tests run against this kernel),
+// and the launcher asks the GPU which code it loaded (hopper_wgmma).
+//
+// The descriptor's layout, "128-byte swizzle": a tile of K or V is stored as
+// D/64 blocks, block h holding dims 64h .. 64h+63 of every key in rows of 128
+// bytes (row = key), and within each 8 rows (1024 bytes, 1024-aligned) the
+// 16-byte chunk c of row r at chunk position c ^ (r % 8): 8 rows a bank
+// cycle, no conflicts. The descriptor gives the address (the tile's, or 32
+// bytes on per 16 dims for S's steps), the stride of 8-row groups (1024 B)
+// and, for V, read transposed (its rows are keys, the product's k), the
+// stride of the 64-dim blocks.
+
+__device__ __forceinline__ void wg_fence()
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void wg_commit_wait()
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#endif
+}
+
+// The compiler does not know that wgmma reads its registers and writes its
+// accumulators asynchronously, between wgmma.fence and the wait. Naming every
+// such register here pins it: before the fence, every write to an operand
+// (O's rescale, P's packing) has happened; after the wait, no read of a
+// result moves above it. (Without the first, a multi-tile O went wrong: the
+// rescale landed after the fence.)
+template <int N>
+__device__ __forceinline__ void wg_hold(float *r)
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+template <int N>
+__device__ __forceinline__ void wg_hold(uint32_t *r)
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i])::"memory");
+}
+
+// What cp.async wrote (the generic proxy) visible to wgmma's reads (the
+// async proxy): each thread after its copies landed, before the barrier.
+__device__ __forceinline__ void proxy_fence_async()
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+// A shared-memory operand of wgmma: address, leading and stride byte offsets
+// (16-byte units), 128-byte swizzle (bits 62-63 = 1).
+__device__ __forceinline__ uint64_t wg_desc(const void *p, uint32_t lbo, uint32_t sbo)
+{
+    const uint64_t a = smem_u32(p);
+    return ((a & 0x3FFFFu) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32) |
+           (1ull << 62);
+}
+
+// D (64 x N, float32, the accumulators) (+)= A (64 x 16, float16, registers)
+// B (16 x N, float16, shared memory), for the whole warpgroup. accumulate 0:
+// D = A B. TRANS_B 0: B's k is the contiguous dimension (K's dims for S); 1:
+// its n is (V's dims for O).
+template <int TRANS_B>
+__device__ __forceinline__ void wgmma_m64n64k16(float *d, const uint32_t a[4], uint64_t desc_b,
+                                                int accumulate)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+                 "}, {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                   "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                   "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate),
+                   "n"(TRANS_B));
+#endif
+}
+
+template <int TRANS_B>
+__device__ __forceinline__ void wgmma_m64n128k16(float *d, const uint32_t a[4], uint64_t desc_b,
+                                                 int accumulate)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+                 "}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                   "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                   "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+                   "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+                   "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+                   "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+                   "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate),
+                   "n"(TRANS_B));
+#endif
+}
+
+// One chain step of either width: N = 64 or 128 columns.
+template <int N, int TRANS_B>
+__device__ __forceinline__ void wgmma_step(float *d, const uint32_t a[4], uint64_t desc_b,
+                                           int accumulate)
+{
+    if constexpr (N == 64) wgmma_m64n64k16<TRANS_B>(d, a, desc_b, accumulate);
+    else wgmma_m64n128k16<TRANS_B>(d, a, desc_b, accumulate);
+}
+
+// ROWS x D halves from src rows row0.. (zeros past seq) into the 128-byte
+// swizzle layout above: chunk c of row r to block c / 8, row r, position
+// (c % 8) ^ (r % 8). Each thread one column of chunks, as load_tile_f16.
+template <int D, int ROWS, int NT>
+__device__ __forceinline__ void load_tile_sw128(__half *dst, const __half *src, int row0,
+                                                int seq)
+{
+    constexpr int CH = D / 8, RS = NT / CH;
+    static_assert(NT % CH == 0 && RS % 8 == 0 && ROWS % RS == 0, "a tile of whole passes");
+    const int r0 = threadIdx.x / CH, c = threadIdx.x % CH;
+    copy_column_async<ROWS, RS, 64, D, ROWS / RS>(
+        dst + (c / 8) * ROWS * 64 + r0 * 64 + (((c % 8) ^ (r0 & 7)) << 3), src,
+        (size_t)(row0 + r0) * D + c * 8, row0 + r0, seq);
+}
+
+// Layout and grid as Part B's kernel (block (x, y): query tile x of head y),
+// BR = 128 rows, NT = 256 threads; warp w owns rows 16w .. 16w+15, and
+// warpgroup w / 4 rows 64(w/4) ... Shared memory: Qs [128][D] (Part B's
+// swizzle, read once into registers), then Ks [2][BC x D] and Vs [2][BC x D]
+// in the 128-byte swizzle layout, every tile 1024-aligned.
+template <int D, int BC>
+__global__ void __launch_bounds__(256, 1)
+    attention_f16_wgmma_kernel(const __half *__restrict__ q, const __half *__restrict__ k,
+                               const __half *__restrict__ v, __half *__restrict__ o, int seq,
+                               float scale_log2, int causal)
+{
+    // BC != D: with S's and O's products of one width (m64n64 for both, or
+    // m64n128), O came out wrong from the second key tile on, though every
+    // operand was the same (H200, sm_90a, CUDA 13.0: 128 keys at d = 128 and
+    // 64 at d = 64 wrong at every seq past one tile; 128 keys at d = 128 right
+    // with S as two m64n64 halves). The cause was not found; the launcher's
+    // tiles have different widths, and this keeps it so.
+    static_assert(BC != D, "S's and O's wgmma of one width gave a wrong O");
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr int NT = 256, BR = 128, KD = D / 16, NB = BC / 8, ND = D / 8;
+    extern __shared__ __align__(1024) uint4 smem_wg[];
+    __half *Qs = (__half *)smem_wg;
+    __half *Ks = Qs + BR * D;
+    __half *Vs = Ks + 2 * BC * D;
+    if (smem_u32(smem_wg) % 1024 != 0) __trap(); // the swizzle needs 1024-aligned tiles
+
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+    const int qtile = causal ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
+    const int q0 = qtile * BR, wr = warp * 16;
+    const size_t head = (size_t)blockIdx.y * seq * D;
+    q += head;
+    k += head;
+    v += head;
+    o += head;
+    const int kv_end = causal ? min(seq, q0 + BR) : seq;
+    const int ntiles = CEIL_DIV(kv_end, BC);
+
+    load_tile_f16<D, BR, NT>(Qs, q, q0, seq);
+    async_commit();
+    load_tile_sw128<D, BC, NT>(Ks, k, 0, seq);
+    load_tile_sw128<D, BC, NT>(Vs, v, 0, seq);
+    async_commit();
+    async_wait<1>();
+    __syncthreads();
+
+    uint32_t qf[KD][4]; // this warp's 16 rows of Q, the A operand of S's steps
+#pragma unroll
+    for (int kk = 0; kk < KD; ++kk)
+        ldmatrix_x4(qf[kk], Qs + swz<D>(wr + (lane & 7) + 8 * ((lane >> 3) & 1),
+                                        16 * kk + 8 * (lane >> 4)));
+
+    float oacc[1][ND][4], m[1][2], l[1][2];
+    init_rows_mma(oacc, m, l);
+    const int wq_first = q0 + wr, wg_last = q0 + 64 * (warp / 4) + 63;
+
+    for (int t = 0; t < ntiles; ++t) {
+        const int kv0 = t * BC, buf = t & 1;
+        async_wait<0>();
+        proxy_fence_async();
+        __syncthreads(); // tile t visible to all; every warpgroup done with tile t-1
+        if (t + 1 < ntiles) {
+            load_tile_sw128<D, BC, NT>(Ks + (buf ^ 1) * BC * D, k, kv0 + BC, seq);
+            load_tile_sw128<D, BC, NT>(Vs + (buf ^ 1) * BC * D, v, kv0 + BC, seq);
+            async_commit();
+        }
+        const __half *Kb = Ks + buf * BC * D, *Vb = Vs + buf * BC * D;
+        // Causal: a warpgroup whose 64 rows all come before the tile skips it
+        // (the same for its four warps: wgmma is the group's instruction).
+        if (causal && kv0 > wg_last) continue;
+
+        // ---- S = Q K_tᵀ: dims 16kk .. 16kk+15 are bytes 32(kk % 4) of block kk / 4 ----
+        float s[1][NB][4];
+        wg_hold<KD * 4>(&qf[0][0]);
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < KD; ++kk)
+            wgmma_step<BC, 0>(&s[0][0][0], qf[kk],
+                              wg_desc(Kb + (kk / 4) * BC * 64 + (kk % 4) * 16, 16, 1024), kk > 0);
+        wg_commit_wait();
+        wg_hold<BC / 2>(&s[0][0][0]);
+
+        softmax_tile_mma(s, m, l, oacc, kv0, seq, causal, wq_first, g, t4, scale_log2);
+
+        // ---- O += P V_t: keys 16kc .. 16kc+15 are rows 16kc .. of every block ----
+        uint32_t pa[BC / 16][4];
+#pragma unroll
+        for (int kc = 0; kc < BC / 16; ++kc) {
+            pa[kc][0] = pack_half2(s[0][2 * kc][0], s[0][2 * kc][1]);
+            pa[kc][1] = pack_half2(s[0][2 * kc][2], s[0][2 * kc][3]);
+            pa[kc][2] = pack_half2(s[0][2 * kc + 1][0], s[0][2 * kc + 1][1]);
+            pa[kc][3] = pack_half2(s[0][2 * kc + 1][2], s[0][2 * kc + 1][3]);
+        }
+        wg_hold<D / 2>(&oacc[0][0][0]);
+        wg_hold<BC / 4>(&pa[0][0]);
+        wg_fence();
+#pragma unroll
+        for (int kc = 0; kc < BC / 16; ++kc)
+            wgmma_step<D, 1>(&oacc[0][0][0], pa[kc],
+                             wg_desc(Vb + kc * 16 * 64, BC * 128, 1024), 1);
+        wg_commit_wait();
+        wg_hold<D / 2>(&oacc[0][0][0]);
+    }
+
+    store_o_mma<D>(o, oacc, l, wq_first, seq, g, t4);
+#else
+    (void)q, (void)k, (void)v, (void)o, (void)seq, (void)scale_log2, (void)causal;
+    __trap(); // not built for sm_90a: hopper_wgmma says so and the launcher never starts it
+#endif
+}
+
 //@ guided
 //@}
 // ============================================================================
@@ -1378,6 +1654,49 @@ static cudaError_t launch_f32_tc(const float *q, const float *k, const float *v,
                                     (int)smem));
     dim3 grid((unsigned int)CEIL_DIV(seq, BR), (unsigned int)batch_heads);
     kernel<<<grid, 32 * kTcWarps, smem, stream>>>(q, k, v, o, seq, scale_log2, causal);
+    CUDA_CHECK_LAST();
+    return cudaSuccess;
+}
+
+// The Hopper kernel's shared memory: Qs, then two K and two V tiles.
+template <int D, int BC>
+static size_t wgmma_smem_bytes()
+{
+    return (size_t)(128 * D + 4 * BC * D) * sizeof(__half);
+}
+
+// Whether this GPU runs attention_f16_wgmma_kernel<D, BC>: a Hopper (9.0)
+// that loaded the kernel's sm_90a code and allows its shared memory. The
+// sm_90a kernel keeps its accumulators in registers (170 a thread); the one
+// other builds get only traps and needs a handful, so the register count the
+// GPU reports for the loaded code tells them apart (without a copy, which
+// would wait on the default stream).
+template <int D, int BC>
+static cudaError_t hopper_wgmma(int optin, int *yes)
+{
+    int dev, major, minor;
+    cudaFuncAttributes attr;
+    *yes = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    if (major != 9 || minor != 0 || (size_t)optin < wgmma_smem_bytes<D, BC>()) return cudaSuccess;
+    CUDA_CHECK(cudaFuncGetAttributes(&attr, attention_f16_wgmma_kernel<D, BC>));
+    *yes = attr.numRegs >= 64;
+    return cudaSuccess;
+}
+
+template <int D, int BC>
+static cudaError_t launch_f16_wgmma(const __half *q, const __half *k, const __half *v,
+                                    __half *o, int batch_heads, int seq, float scale_log2,
+                                    int causal, cudaStream_t stream)
+{
+    auto kernel = attention_f16_wgmma_kernel<D, BC>;
+    size_t smem = wgmma_smem_bytes<D, BC>();
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)smem));
+    dim3 grid((unsigned int)CEIL_DIV(seq, 128), (unsigned int)batch_heads);
+    kernel<<<grid, 256, smem, stream>>>(q, k, v, o, seq, scale_log2, causal);
     CUDA_CHECK_LAST();
     return cudaSuccess;
 }
@@ -1556,3 +1875,35 @@ EXTERN_C cudaError_t attention_fused_f16(const uint16_t *q, const uint16_t *k,
 //@}
 //@]
 }
+//@{
+
+// Going further: float16 on Hopper's wgmma (attention.h). Not Part B's
+// launcher, for the same reason as attention_fused_f32_tc: ./lab compare
+// times it beside Part B. cudaErrorNotSupported off Hopper and in the
+// course's own builds (no sm_90a code).
+EXTERN_C cudaError_t attention_fused_f16_wgmma(const uint16_t *q, const uint16_t *k,
+                                               const uint16_t *v, uint16_t *o, int batch_heads,
+                                               int seq, int head_dim, float scale, int causal,
+                                               cudaStream_t stream)
+{
+    int empty, optin, yes;
+    CUDA_CHECK(check_args("attention_fused_f16_wgmma", q, k, v, o, batch_heads, seq, head_dim,
+                          scale, &empty));
+    if (empty) return cudaSuccess;
+    CUDA_CHECK(smem_optin(&optin));
+    if (head_dim == 64) CUDA_CHECK((hopper_wgmma<64, 128>(optin, &yes)));
+    else CUDA_CHECK((hopper_wgmma<128, 64>(optin, &yes)));
+    if (!yes) return cudaErrorNotSupported;
+    const __half *hq = (const __half *)q, *hk = (const __half *)k, *hv = (const __half *)v;
+    __half *ho = (__half *)o;
+    const float sl2 = scale * kLog2e;
+    // Tiles: 128 query rows (two warpgroups) and 128 keys at d = 64 (80 KB of
+    // shared memory), 64 keys at d = 128 (96 KB); the kernel says why the
+    // widths differ.
+    return head_dim == 64
+               ? launch_f16_wgmma<64, 128>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream)
+               : launch_f16_wgmma<128, 64>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream);
+}
+
+//@ guided
+//@}
