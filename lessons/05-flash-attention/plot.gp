@@ -20,7 +20,7 @@ call here.'/../../plots/args.gp' ARG1 ARG2 fl_arg3
 of(dt, c) = strcol(3) eq dt ? column(c) : NaN
 # the compare CSV's rows of precision dt, d = 64, no mask, variant v: TFLOP/s where right
 c05(dt, v) = (strcol(4) eq dt && column(8) == 64 && column(9) == 0) ? fl_cmp_col(v, 15, 10, 16) : NaN
-cmp_tf = strlen(fl_cmp) == 0 ? '' : sprintf(", '%s' using 7:(c05('f16', 'sdpa flash')) with points lt 7 pt 13 ps 1.6 title 'SDPA flash float16', '' using 7:(c05('f16', 'sdpa efficient')) with points lt 7 pt 9 ps 1.6 title 'SDPA efficient float16', '' using 7:(c05('f16', 'sdpa cudnn')) with points lt 7 pt 11 ps 1.6 title 'SDPA cuDNN float16', '' using 7:(c05('f32', 'sdpa efficient')) with points lt 7 pt 8 ps 1.6 title 'SDPA efficient float32', '' using 7:(c05('f16', 'torch eager')) with points lt 6 pt 6 ps 1.6 title 'PyTorch eager float16', '' using 7:(c05('f32', 'torch eager')) with points lt 6 pt 7 ps 1.6 title 'PyTorch eager float32', '' using 7:(c05('f16', 'student')) with points lt 9 pt 12 ps 1.6 title 'your kernel float16', '' using 7:(c05('f32', 'student')) with points lt 9 pt 5 ps 1.6 title 'your kernel float32', '' using 7:(c05('f32', 'solution tensor cores')) with points lt 2 pt 3 ps 1.6 title 'going-further float32', '' using 7:(c05('f16', 'solution wgmma')) with points lt 2 pt 4 ps 1.6 title 'going-further float16 (wgmma)'", fl_cmp)
+cmp_tf = strlen(fl_cmp) == 0 ? '' : sprintf(", '%s' using 7:(c05('f16', 'sdpa flash')) with points lt 7 pt 13 ps 1.6 title 'SDPA flash float16', '' using 7:(c05('f16', 'sdpa efficient')) with points lt 7 pt 9 ps 1.6 title 'SDPA efficient float16', '' using 7:(c05('f16', 'sdpa cudnn')) with points lt 7 pt 11 ps 1.6 title 'SDPA cuDNN float16', '' using 7:(c05('f32', 'sdpa efficient')) with points lt 7 pt 8 ps 1.6 title 'SDPA efficient float32', '' using 7:(c05('f16', 'torch eager')) with points lt 6 pt 6 ps 1.6 title 'PyTorch eager float16', '' using 7:(c05('f32', 'torch eager')) with points lt 6 pt 7 ps 1.6 title 'PyTorch eager float32', '' using 7:(c05('f16', 'student')) with points lt 9 pt 12 ps 1.6 title 'your kernel float16', '' using 7:(c05('f32', 'student')) with points lt 9 pt 5 ps 1.6 title 'your kernel float32', '' using 7:(c05('f32', 'solution tensor cores')) with points lt 2 pt 3 ps 1.6 title 'going-further float32', '' using 7:(c05('f16', 'solution wgmma')) with points lt 2 pt 4 ps 1.6 title 'going-further float16'", fl_cmp)
 
 do for [fl_fmt in fl_formats] {
     eval fl_term(fl_fmt, 1500, 500)
@@ -30,7 +30,7 @@ do for [fl_fmt in fl_formats] {
     set format x '2^{%L}'
     set xlabel 'seq (tokens)'
     set key below maxrows 3 samplen 3
-    eval sprintf('set bmargin %d', strlen(fl_cmp) ? 12 : 9)  # (the comparison's points need room)
+    eval sprintf('set bmargin %d', strlen(fl_cmp) ? 13 : 9)  # (the comparison's points need room)
 
     set ylabel 'TFLOP/s (4 seq^2 d per head)'
     set yrange [0:*]

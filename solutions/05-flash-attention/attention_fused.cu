@@ -1404,13 +1404,100 @@ __device__ __forceinline__ void wgmma_m64n128k16(float *d, const uint32_t a[4], 
 #endif
 }
 
-// One chain step of either width: N = 64 or 128 columns.
+template <int TRANS_B>
+__device__ __forceinline__ void wgmma_m64n192k16(float *d, const uint32_t a[4], uint64_t desc_b,
+                                                 int accumulate)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %101, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+                 "}, {%96, %97, %98, %99}, %100, p, 1, 1, %102;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                   "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                   "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+                   "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+                   "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+                   "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+                   "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+                   "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+                   "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+                   "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+                   "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]),
+                   "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate),
+                   "n"(TRANS_B));
+#endif
+}
+
+template <int TRANS_B>
+__device__ __forceinline__ void wgmma_m64n256k16(float *d, const uint32_t a[4], uint64_t desc_b,
+                                                 int accumulate)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+                 "%96, %97, %98, %99, %100, %101, %102, %103, "
+                 "%104, %105, %106, %107, %108, %109, %110, %111, "
+                 "%112, %113, %114, %115, %116, %117, %118, %119, "
+                 "%120, %121, %122, %123, %124, %125, %126, %127"
+                 "}, {%128, %129, %130, %131}, %132, p, 1, 1, %134;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                   "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                   "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+                   "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+                   "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+                   "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+                   "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+                   "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+                   "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+                   "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+                   "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]),
+                   "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+                   "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]),
+                   "+f"(d[102]), "+f"(d[103]), "+f"(d[104]),
+                   "+f"(d[105]), "+f"(d[106]), "+f"(d[107]),
+                   "+f"(d[108]), "+f"(d[109]), "+f"(d[110]),
+                   "+f"(d[111]), "+f"(d[112]), "+f"(d[113]),
+                   "+f"(d[114]), "+f"(d[115]), "+f"(d[116]),
+                   "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+                   "+f"(d[120]), "+f"(d[121]), "+f"(d[122]),
+                   "+f"(d[123]), "+f"(d[124]), "+f"(d[125]),
+                   "+f"(d[126]), "+f"(d[127])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate),
+                   "n"(TRANS_B));
+#endif
+}
+
+// One chain step of N = 64, 128, 192 or 256 columns: O's are D wide, S's BC.
 template <int N, int TRANS_B>
 __device__ __forceinline__ void wgmma_step(float *d, const uint32_t a[4], uint64_t desc_b,
                                            int accumulate)
 {
+    static_assert(N == 64 || N == 128 || N == 192 || N == 256, "a width with a wrapper");
     if constexpr (N == 64) wgmma_m64n64k16<TRANS_B>(d, a, desc_b, accumulate);
-    else wgmma_m64n128k16<TRANS_B>(d, a, desc_b, accumulate);
+    else if constexpr (N == 128) wgmma_m64n128k16<TRANS_B>(d, a, desc_b, accumulate);
+    else if constexpr (N == 192) wgmma_m64n192k16<TRANS_B>(d, a, desc_b, accumulate);
+    else wgmma_m64n256k16<TRANS_B>(d, a, desc_b, accumulate);
 }
 
 // ROWS x D halves from src rows row0.. (zeros past seq) into the 128-byte
@@ -1667,7 +1754,7 @@ static size_t wgmma_smem_bytes()
 
 // Whether this GPU runs attention_f16_wgmma_kernel<D, BC>: a Hopper (9.0)
 // that loaded the kernel's sm_90a code and allows its shared memory. The
-// sm_90a kernel keeps its accumulators in registers (170 a thread); the one
+// sm_90a kernel keeps its accumulators in registers (over 200 a thread); the one
 // other builds get only traps and needs a handful, so the register count the
 // GPU reports for the loaded code tells them apart (without a copy, which
 // would wait on the default stream).
@@ -1891,18 +1978,20 @@ EXTERN_C cudaError_t attention_fused_f16_wgmma(const uint16_t *q, const uint16_t
                           scale, &empty));
     if (empty) return cudaSuccess;
     CUDA_CHECK(smem_optin(&optin));
-    if (head_dim == 64) CUDA_CHECK((hopper_wgmma<64, 128>(optin, &yes)));
-    else CUDA_CHECK((hopper_wgmma<128, 64>(optin, &yes)));
+    if (head_dim == 64) CUDA_CHECK((hopper_wgmma<64, 256>(optin, &yes)));
+    else CUDA_CHECK((hopper_wgmma<128, 192>(optin, &yes)));
     if (!yes) return cudaErrorNotSupported;
     const __half *hq = (const __half *)q, *hk = (const __half *)k, *hv = (const __half *)v;
     __half *ho = (__half *)o;
     const float sl2 = scale * kLog2e;
-    // Tiles: 128 query rows (two warpgroups) and 128 keys at d = 64 (80 KB of
-    // shared memory), 64 keys at d = 128 (96 KB); the kernel says why the
-    // widths differ.
+    // Tiles: 128 query rows (two warpgroups) and 256 keys at d = 64 (144 KB of
+    // shared memory), 192 keys at d = 128 (224 KB): the fastest of 128/64,
+    // 192/96, 256/192 and 96/32 on an H200 (attention-f16-wgmma-h200.log),
+    // 4-5% ahead of 128/64; 252-254 registers a thread, none spilled. The
+    // kernel says why S's width is never O's.
     return head_dim == 64
-               ? launch_f16_wgmma<64, 128>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream)
-               : launch_f16_wgmma<128, 64>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream);
+               ? launch_f16_wgmma<64, 256>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream)
+               : launch_f16_wgmma<128, 192>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream);
 }
 
 //@ guided
