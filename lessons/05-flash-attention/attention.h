@@ -55,9 +55,10 @@ EXTERN_C cudaError_t attention_fused_f32_tc(const float *q, const float *k, cons
 /* ---- Going further (optional, not graded): float16 on Hopper's wgmma -------
  * Part B's job with the warpgroup MMA of sm_90a (the worked solution's
  * attention_f16_wgmma_kernel; the lesson's README, "Going further"). Same
- * arguments as attention_fused_f16; cudaErrorNotSupported off compute
- * capability 9.0 and wherever the library holds no sm_90a code (the course's
- * own builds: only ./lab compare's library of the worked solution has it).
+ * arguments and checks as attention_fused_f16; then cudaErrorNotSupported off
+ * compute capability 9.0 and wherever the library holds no sm_90a code (the
+ * course's own builds: only ./lab compare's library of the worked solution and
+ * the test program test_05_flash_attention_wgmma have it).
  * Nothing calls it but ./lab compare, which times it beside Part B when the
  * file defines it. */
 EXTERN_C cudaError_t attention_fused_f16_wgmma(const uint16_t *q, const uint16_t *k,

@@ -1526,13 +1526,6 @@ __global__ void __launch_bounds__(256, 1)
                                const __half *__restrict__ v, __half *__restrict__ o, int seq,
                                float scale_log2, int causal)
 {
-    // BC != D: with S's and O's products of one width (m64n64 for both, or
-    // m64n128), O came out wrong from the second key tile on, though every
-    // operand was the same (H200, sm_90a, CUDA 13.0: 128 keys at d = 128 and
-    // 64 at d = 64 wrong at every seq past one tile; 128 keys at d = 128 right
-    // with S as two m64n64 halves). The cause was not found; the launcher's
-    // tiles have different widths, and this keeps it so.
-    static_assert(BC != D, "S's and O's wgmma of one width gave a wrong O");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr int NT = 256, BR = 128, KD = D / 16, NB = BC / 8, ND = D / 8;
     extern __shared__ __align__(1024) uint4 smem_wg[];
@@ -1560,12 +1553,6 @@ __global__ void __launch_bounds__(256, 1)
     async_wait<1>();
     __syncthreads();
 
-    uint32_t qf[KD][4]; // this warp's 16 rows of Q, the A operand of S's steps
-#pragma unroll
-    for (int kk = 0; kk < KD; ++kk)
-        ldmatrix_x4(qf[kk], Qs + swz<D>(wr + (lane & 7) + 8 * ((lane >> 3) & 1),
-                                        16 * kk + 8 * (lane >> 4)));
-
     float oacc[1][ND][4], m[1][2], l[1][2];
     init_rows_mma(oacc, m, l);
     const int wq_first = q0 + wr, wg_last = q0 + 64 * (warp / 4) + 63;
@@ -1586,6 +1573,19 @@ __global__ void __launch_bounds__(256, 1)
         if (causal && kv0 > wg_last) continue;
 
         // ---- S = Q K_tᵀ: dims 16kk .. 16kk+15 are bytes 32(kk % 4) of block kk / 4 ----
+        // Q's fragments (this warp's 16 rows, the A operand), read again from
+        // Qs for every tile. Read once before the loop, as Part B does, they
+        // were overwritten: with S's and O's products of one width (64 keys at
+        // d = 64, 128 at d = 128) ptxas (CUDA 13.0) gave their registers,
+        // live across the loop in the PTX, to P's packing inside it, so from
+        // the second tile on S was P Kᵀ (the SASS showed it; the lesson's tests
+        // failed 20 of Part B's 33 checks). Read per tile, every width was
+        // right, and it costs D/16 ldmatrix a tile.
+        uint32_t qf[KD][4];
+#pragma unroll
+        for (int kk = 0; kk < KD; ++kk)
+            ldmatrix_x4(qf[kk], Qs + swz<D>(wr + (lane & 7) + 8 * ((lane >> 3) & 1),
+                                            16 * kk + 8 * (lane >> 4)));
         float s[1][NB][4];
         wg_hold<KD * 4>(&qf[0][0]);
         wg_fence();
@@ -1978,19 +1978,18 @@ EXTERN_C cudaError_t attention_fused_f16_wgmma(const uint16_t *q, const uint16_t
                           scale, &empty));
     if (empty) return cudaSuccess;
     CUDA_CHECK(smem_optin(&optin));
-    if (head_dim == 64) CUDA_CHECK((hopper_wgmma<64, 256>(optin, &yes)));
+    if (head_dim == 64) CUDA_CHECK((hopper_wgmma<64, 64>(optin, &yes)));
     else CUDA_CHECK((hopper_wgmma<128, 192>(optin, &yes)));
     if (!yes) return cudaErrorNotSupported;
     const __half *hq = (const __half *)q, *hk = (const __half *)k, *hv = (const __half *)v;
     __half *ho = (__half *)o;
     const float sl2 = scale * kLog2e;
-    // Tiles: 128 query rows (two warpgroups) and 256 keys at d = 64 (144 KB of
-    // shared memory), 192 keys at d = 128 (224 KB): the fastest of 128/64,
-    // 192/96, 256/192 and 96/32 on an H200 (attention-f16-wgmma-h200.log),
-    // 4-5% ahead of 128/64; 252-254 registers a thread, none spilled. The
-    // kernel says why S's width is never O's.
+    // Tiles: 128 query rows (two warpgroups) and 64 keys at d = 64 (48 KB of
+    // shared memory, 110 registers a thread: two blocks an SM), 192 keys at
+    // d = 128 (224 KB, 236 registers): the fastest of the pairs timed on an
+    // H200 (attention-f16-wgmma-h200.log).
     return head_dim == 64
-               ? launch_f16_wgmma<64, 256>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream)
+               ? launch_f16_wgmma<64, 64>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream)
                : launch_f16_wgmma<128, 192>(hq, hk, hv, ho, batch_heads, seq, sl2, causal, stream);
 }
 
