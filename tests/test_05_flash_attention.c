@@ -43,8 +43,9 @@
  *                       huge, stream as in Part A (scales 0.3, 0.02, 0.2)
  *     range_edges       inputs at float16's range edges: Q·K past 65504 (a
  *                       small scale brings the scores back), V near 65504, V
- *                       in the subnormal range, scores near +-100; the 1e-3
- *                       scales with the largest |O|
+ *                       in the subnormal range, scores near +-100, a scale of
+ *                       300 with |Q| up to 200 (Q times the scale past 65504);
+ *                       the 1e-3 scales with the largest |O|
  *   baseline::*         the unfused baseline (complete; if it fails, the
  *                       course is broken, not your kernel)
  *   speed::*            Part A: fused >= 1.0x unfused, float32, seq 4096
@@ -1109,6 +1110,11 @@ static const range05 kRanges[] = {
      " -- V here is subnormal in float16: convert without flushing subnormals to zero, and "
      "keep the O accumulator in float32"},
     {"scores near +-100", {113, 128, 1, 2, 6.0f, 0.0f}, NULL},
+    {"scale 300, |Q| up to 200: Q times the scale passes float16's largest value 65504",
+     {97, 64, 1, 2, 1.0f, 300.0f},
+     " -- scale here is 300 and |Q| up to 200 (K below 1e-4, so the scores are a few tens): "
+     "Q times the scale (up to 6e4, 8.7e4 with log2 e) does not fit in float16; apply the "
+     "scale to the float32 scores, not to Q in float16"},
 };
 #define N_RANGES (sizeof kRanges / sizeof kRanges[0])
 
@@ -1137,6 +1143,9 @@ FL_TEST(B_fused_f16, range_edges)
                 if ((i % d) % 2) p.v[i] = -p.v[i];
         } else if (c == 2) {
             fl_fill_uniform(p.v, n, fl_seed(seed + 6), -1e-5f, 1e-5f);
+        } else if (c == 4) {
+            fl_fill_uniform(p.q, n, fl_seed(seed + 4), -200.0f, 200.0f);
+            fl_fill_uniform(p.k, n, fl_seed(seed + 5), -1e-4f, 1e-4f);
         }
         problem_upload(&p);
         make_reference(&p);
