@@ -30,6 +30,21 @@
 /* 1 if pointer p may be read and written as float4 (16-byte aligned). */
 #define FL_ALIGNED16(p) ((((uintptr_t)(const void *)(p)) & 15u) == 0)
 
+/* The threads an SM holds, for the architecture being compiled (device
+ * code; 2048 in host code): 1024 on sm_75; 2048 on sm_80, sm_90, sm_100 and
+ * sm_103; 1536 on the others (sm_86, sm_87, sm_88, sm_89, sm_110, sm_120:
+ * the CUDA C++ Programming Guide's table of compute capabilities), the safe
+ * guess for one not yet in the table. For __launch_bounds__(T, blocks an
+ * SM): FL_SM_THREADS / T blocks of T threads fill an SM. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define FL_SM_THREADS 1024
+#elif !defined(__CUDA_ARCH__) || __CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 900 || \
+    __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030
+#define FL_SM_THREADS 2048
+#else
+#define FL_SM_THREADS 1536
+#endif
+
 /* Prints "CUDA error <name> (<text>) at file:line in `call`" to stderr when
  * err is not cudaSuccess, and returns err unchanged. */
 EXTERN_C cudaError_t fl_cuda_report(cudaError_t err, const char *call,

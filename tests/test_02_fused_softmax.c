@@ -6,7 +6,7 @@
  *
  *   A_rows::*       Part A, rows that fit on chip (up to 32768 columns):
  *     correct       1x1, 1x7, 3x1, 1823x781, 4096x4096, 7x16384, 5x32768 and a
- *                   misaligned 333x1024, inputs in [-4, 4)
+ *                   misaligned 333x1024 and 9x5001, inputs in [-4, 4)
  *     deterministic two runs on the same input give the same bits
  *     limits        shapes past SOFTMAX_MAX_ROWS or SOFTMAX_MAX_COLS (2^31,
  *                   2^32 + 1 rows; 2^30 + 1, 2^32 + 4 columns: the last of
@@ -110,7 +110,7 @@ typedef struct {
 static shape02 kRowShapes[] = {
     {1, 1, PAT_PLAIN, 0},        {1, 7, PAT_PLAIN, 0},       {3, 1, PAT_PLAIN, 0},
     {1823, 781, PAT_PLAIN, 0},   {4096, 4096, PAT_PLAIN, 0}, {7, 16384, PAT_PLAIN, 0},
-    {333, 1024, PAT_PLAIN, 1},   {5, 32768, PAT_PLAIN, 0},
+    {333, 1024, PAT_PLAIN, 1},   {5, 32768, PAT_PLAIN, 0},   {9, 5001, PAT_PLAIN, 1},
 };
 static shape02 kStableShapes[] = {
     {96, 1000, PAT_OFFSET, 0}, {64, 517, PAT_CONSTANT, 0}, {12, 16384, PAT_OFFSET, 0},
@@ -125,10 +125,11 @@ static shape02 kLongShapes[] = {
 static shape02 kBaselineShapes[] = {
     {1, 1, PAT_PLAIN, 0},        {1, 7, PAT_PLAIN, 0},       {3, 1, PAT_PLAIN, 0},
     {1823, 781, PAT_PLAIN, 0},   {4096, 4096, PAT_PLAIN, 0}, {7, 16384, PAT_PLAIN, 0},
-    {333, 1024, PAT_PLAIN, 1},   {5, 32768, PAT_PLAIN, 0},   {96, 1000, PAT_OFFSET, 0},
-    {64, 517, PAT_CONSTANT, 0},  {12, 16384, PAT_OFFSET, 0}, {128, 3000, PAT_KINDS, 0},
-    {2, 262144, PAT_PLAIN, 0},   {3, 40001, PAT_OFFSET, 0},  {2, 32772, PAT_PLAIN, 0},
-    {10, 65536, PAT_CONSTANT, 0}, {1, 1000003, PAT_PLAIN, 1}, {8, 40000, PAT_KINDS, 0},
+    {333, 1024, PAT_PLAIN, 1},   {5, 32768, PAT_PLAIN, 0},   {9, 5001, PAT_PLAIN, 1},
+    {96, 1000, PAT_OFFSET, 0},   {64, 517, PAT_CONSTANT, 0}, {12, 16384, PAT_OFFSET, 0},
+    {128, 3000, PAT_KINDS, 0},   {2, 262144, PAT_PLAIN, 0},  {3, 40001, PAT_OFFSET, 0},
+    {2, 32772, PAT_PLAIN, 0},    {10, 65536, PAT_CONSTANT, 0}, {1, 1000003, PAT_PLAIN, 1},
+    {8, 40000, PAT_KINDS, 0},
 };
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -372,7 +372,7 @@ __global__ void __launch_bounds__(1024)
 // block size, 4096 x 256 from 5.70 to 4.38 us (75% to 97% of a copy of the
 // same bytes) and 4096 x 1024 from 10.3 to 9.25 us; the float4 middle then
 // took 1823 x 781 from 6.4 to 5.8 us and 4096 x 1023 from 10.7 to 9.7 us.
-// Rows of 513-4096 floats go to softmax_short_rows_kernel (below).
+// Longer rows go to softmax_short_rows_kernel (below).
 static const int kWarpRows = 4;
 static const size_t kWarpMaxCols = (size_t)4 * kSlots * 32; // 1024
 
@@ -450,27 +450,43 @@ __global__ void __launch_bounds__(128)
     else softmax_warp_row(xr, yr, cols, WARP_SCALAR);
 }
 
-// Rows of kWarpMaxCols / 2 + 1 to kShortMaxCols floats go T threads a row
-// instead (T = 128, 256 or 512: the fewest that hold the row at eight floats
-// a thread). In one warp a row of 513-1024 floats is 8 float4s a lane, and
-// the warp kernel takes 56 registers a thread: 36 of an SM's 64 warps fit;
-// softmax_rows_kernel keeps 50-54 for its slot loop. Here the row is a
-// fixed two float4s a thread (aligned rows: float4s t and t + T) or eight
-// floats (any row: columns t + T k, each warp's loads still one contiguous
-// span); the kernel takes 22, 26 and 32 registers at T = 128, 256 and 512,
-// so all 64 warps fit and one wave of rows reads while the one before it
-// writes. The price is two reductions across the block: shuffles, then the
-// warps' results in shared memory and one barrier each. Measured on an H100
-// with the course's protocol (plots/reference/logs/softmax-shapes-h100.log):
-// T = 128 took 4096 x 1024 from 11.5 to 11.0 us and 1823 x 781 from 6.4 to
-// 5.9 us; T = 256 and 512 took 4096 x 2048 from 20.1 to 19.6 us and 4096 x
-// 4096 from 42.2 to 41.8 us (Triton's kernel: 19.8 and 41.9 us). At 512
-// columns and fewer the warp kernel is as fast or faster (4096 x 256: 5.4
-// against 5.6 us).
-static const size_t kShortMaxCols = 4096; // 512 threads x 8 floats
+// Rows of kWarpMaxCols / 2 + 1 to 4096 floats, and 16-byte aligned rows of
+// up to 32768, go to softmax_short_rows_kernel<T, V> instead: T threads a
+// row, each holding a fixed V float4s (4 V floats), no slot loop, with
+// __launch_bounds__ asking for all of an SM's threads. In one warp a row
+// of 513-1024 floats is 8 float4s a lane, and the warp kernel takes 56
+// registers a thread: 36 of an SM's 64 warps fit. Here, at V = 4 (16 floats
+// a thread) the kernel keeps to 30-32 registers, so all 64 warps fit and one
+// wave of rows reads while the one before it writes; the rows past 8192
+// floats take V = 8 (32 floats, 54 registers) and half or a quarter of the
+// SM. A row's loads are V float4s a thread at columns 4 (t + T k), each a
+// contiguous sweep of the row; a row that is not aligned (or not a whole
+// number of float4s) is 4 V floats a thread at columns t + T k, and past
+// 4096 floats it goes to Part A's kernel, whose slot loop reads any row.
+// The price is two reductions across the block: shuffles, then the warps'
+// results in shared memory and one barrier each.
+//
+// Measured on an H200 with ./lab compare 02 (the course's protocol, the
+// worked kernels of the last version beside these in one process,
+// plots/reference/logs/softmax-short-rows-v4-h200.log): 16 floats a thread
+// (T = 64, 128, 256 at 1024, 2048 and 4096 floats, 512 at 8192) against 8
+// (128, 256, 512 threads) and Part A's kernel at 8192 took 4096 x 1024 from
+// 9.78 to 9.44 us, 4096 x 2048 from 16.7 to 16.4, 4096 x 4096 from 31.8 to
+// 31.0 and 4096 x 8192 from 64.3 to 63.0; V = 8 at 16384 and 32768 (512 and
+// 1024 threads, as Part A's kernel but with no slot loop) from 129.9 to
+// 128.3 and 259.8 to 257.9 us. Rows that are not aligned keep 8 floats a
+// thread up to 1024 (at 1823 x 781 sixteen were 3-5% slower).
+// Blocks of T threads an SM at V float4s a thread: all the SM's threads up
+// to 16 floats a thread, half of them at 32; at least one, at most 16 (the
+// fewest blocks an SM holds on any architecture the course builds for).
+#define SHORT_ROWS_THREADS(V) ((V) <= 4 ? FL_SM_THREADS : FL_SM_THREADS / 2)
+#define SHORT_ROWS_BLOCKS(T, V)                                                            \
+    (SHORT_ROWS_THREADS(V) / (T) > 16  ? 16                                                \
+     : SHORT_ROWS_THREADS(V) / (T) > 0 ? SHORT_ROWS_THREADS(V) / (T)                       \
+                                       : 1)
 
-template <int T>
-__global__ void __launch_bounds__(T)
+template <int T, int V>
+__global__ void __launch_bounds__(T, SHORT_ROWS_BLOCKS(T, V))
     softmax_short_rows_kernel(const float *__restrict__ x, float *__restrict__ y, int cols,
                               int vec)
 {
@@ -479,24 +495,25 @@ __global__ void __launch_bounds__(T)
     const float *xr = x + (size_t)blockIdx.x * cols;
     float *yr = y + (size_t)blockIdx.x * cols;
     int t = threadIdx.x, lane = t % 32, warp = t / 32;
-    float v[8];
+    float v[4 * V];
     if (vec) {
         int nb = cols / 4;
-        float4 a = make_float4(-FLT_MAX, -FLT_MAX, -FLT_MAX, -FLT_MAX), b = a;
-        if (t < nb) a = ((const float4 *)xr)[t];
-        if (t + T < nb) b = ((const float4 *)xr)[t + T];
-        v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
-        v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            float4 a = make_float4(-FLT_MAX, -FLT_MAX, -FLT_MAX, -FLT_MAX);
+            if (t + T * k < nb) a = ((const float4 *)xr)[t + T * k];
+            v[4 * k] = a.x, v[4 * k + 1] = a.y, v[4 * k + 2] = a.z, v[4 * k + 3] = a.w;
+        }
     } else {
 #pragma unroll
-        for (int k = 0; k < 8; ++k) {
+        for (int k = 0; k < 4 * V; ++k) {
             int c = t + T * k;
             v[k] = c < cols ? xr[c] : -FLT_MAX;
         }
     }
     float m = v[0];
 #pragma unroll
-    for (int k = 1; k < 8; ++k) m = fmaxf(m, v[k]);
+    for (int k = 1; k < 4 * V; ++k) m = fmaxf(m, v[k]);
     m = warp_max(m);
     if (lane == 0) partial[0][warp] = m;
     __syncthreads();
@@ -505,7 +522,7 @@ __global__ void __launch_bounds__(T)
     for (int w = 1; w < kWarps; ++w) m = fmaxf(m, partial[0][w]);
     float d = 0.0f;
 #pragma unroll
-    for (int k = 0; k < 8; ++k) {
+    for (int k = 0; k < 4 * V; ++k) {
         v[k] = __expf(v[k] - m); // the padding: exp(-FLT_MAX - m) = 0
         d += v[k];
     }
@@ -518,16 +535,44 @@ __global__ void __launch_bounds__(T)
     float inv = 1.0f / sum;
     if (vec) {
         int nb = cols / 4;
-        if (t < nb) ((float4 *)yr)[t] = make_float4(v[0] * inv, v[1] * inv, v[2] * inv, v[3] * inv);
-        if (t + T < nb)
-            ((float4 *)yr)[t + T] = make_float4(v[4] * inv, v[5] * inv, v[6] * inv, v[7] * inv);
+#pragma unroll
+        for (int k = 0; k < V; ++k)
+            if (t + T * k < nb)
+                ((float4 *)yr)[t + T * k] = make_float4(v[4 * k] * inv, v[4 * k + 1] * inv,
+                                                        v[4 * k + 2] * inv, v[4 * k + 3] * inv);
     } else {
 #pragma unroll
-        for (int k = 0; k < 8; ++k) {
+        for (int k = 0; k < 4 * V; ++k) {
             int c = t + T * k;
             if (c < cols) yr[c] = v[k] * inv;
         }
     }
+}
+
+// Starts the kernel above for a row of `cols` floats; 0 when the row is not
+// for it (narrower than 513 floats, wider than 32768, or not aligned and
+// wider than 4096).
+static int launch_short_rows(const float *x, float *y, size_t rows, size_t cols, int vec,
+                             cudaStream_t stream)
+{
+    unsigned int r = (unsigned int)rows; // rows <= SOFTMAX_MAX_ROWS = 2^31 - 1
+    int c = (int)cols;
+    if (cols <= kWarpMaxCols / 2 || cols > kRegMaxCols || (!vec && cols > 4096)) return 0;
+    if (!vec && cols <= 1024)
+        softmax_short_rows_kernel<128, 2><<<r, 128, 0, stream>>>(x, y, c, vec);
+    else if (cols <= 1024)
+        softmax_short_rows_kernel<64, 4><<<r, 64, 0, stream>>>(x, y, c, vec);
+    else if (cols <= 2048)
+        softmax_short_rows_kernel<128, 4><<<r, 128, 0, stream>>>(x, y, c, vec);
+    else if (cols <= 4096)
+        softmax_short_rows_kernel<256, 4><<<r, 256, 0, stream>>>(x, y, c, vec);
+    else if (cols <= 8192)
+        softmax_short_rows_kernel<512, 4><<<r, 512, 0, stream>>>(x, y, c, vec);
+    else if (cols <= 16384)
+        softmax_short_rows_kernel<512, 8><<<r, 512, 0, stream>>>(x, y, c, vec);
+    else
+        softmax_short_rows_kernel<1024, 8><<<r, 1024, 0, stream>>>(x, y, c, vec);
+    return 1;
 }
 
 //@ guided
@@ -849,12 +894,7 @@ EXTERN_C cudaError_t softmax_fused(const float *x, float *y, size_t rows, size_t
     // pointers and a whole number of float4s per row.
     int vec = cols % 4 == 0 && FL_ALIGNED16(x) && FL_ALIGNED16(y);
 //@{
-    if (cols > kWarpMaxCols / 2 && cols <= kShortMaxCols) { // going further: 8 floats a thread
-        unsigned int r = (unsigned int)rows;
-        int c = (int)cols;
-        if (cols <= 1024) softmax_short_rows_kernel<128><<<r, 128, 0, stream>>>(x, y, c, vec);
-        else if (cols <= 2048) softmax_short_rows_kernel<256><<<r, 256, 0, stream>>>(x, y, c, vec);
-        else softmax_short_rows_kernel<512><<<r, 512, 0, stream>>>(x, y, c, vec);
+    if (launch_short_rows(x, y, rows, cols, vec, stream)) { // going further: 16 floats a thread
         CUDA_CHECK_LAST();
         return cudaSuccess;
     }

@@ -584,31 +584,30 @@ EXTERN_C cudaError_t layernorm_fwd_fused(const float *x, const float *weight,
 
 // ---- going further: the forward's short rows, every warp of an SM busy -------
 //
-// Rows of 1025-4096 floats: T = 256 or 512 threads a row (the fewest that
-// hold it), two slots (8 floats) a thread, one row a block. With
-// __launch_bounds__(T, LN_SM_THREADS / T) the kernel keeps to 32 registers
-// a thread on sm_90 (layernorm_fwd_kernel, 8 slots a thread: 64), so an SM
-// holds all 64 of its warps: while one row's loads are in flight, another's reductions run
-// and a third's y is written. Each reduction has its own shared array, so
-// one barrier each; every thread adds the warps' sums in the same order,
-// so the same bits come out of every run. Measured on an H200 with
-// ./lab compare 03 beside layernorm_fwd_kernel (median us): 4096 x 2048
-// 17.7-17.9 against 18.8-18.9, 4096 x 4096 32.7-32.8 against 32.9-33.3.
+// Rows of 1025-4096 floats: 256 threads a row, S = 2 or 4 slots (8 or 16
+// floats) a thread, the fewest slots that hold the row; one row a block.
+// The kernel reads this thread's weight and bias slots right after its x,
+// before the two reductions, so their trip to L2 overlaps the reductions'
+// barriers instead of following them (after the first rows, weight and bias
+// are in L2: each row reads them whole). That costs 4 S registers each, so
+// __launch_bounds__ asks for 3/4 of an SM's threads at S = 2 (40 registers
+// a thread on sm_90) and half at S = 4 (64): still 48 or 32 warps an SM,
+// while one row's loads are in flight, another's reductions run and a
+// third's y is written. Each reduction has its own shared array, so one
+// barrier each; every thread adds the warps' sums in the same order, so the
+// same bits come out of every run.
+//
+// Measured on an H200 with ./lab compare 03, each beside the kernel before
+// it in one process (median us, plots/reference/logs/layernorm-fwd-early-
+// h200.log): 256 threads and weight and bias read early took 4096 x 2048
+// from 17.9 to 17.5-17.7 us; 16 floats a thread with weight and bias early
+// took 4096 x 4096 from 33.0 to 32.2 (512 threads of 8 floats, as before,
+// with weight and bias early: 34.8, the SM then holds 3 rows, not 4).
+// Before that, one row a block in place of layernorm_fwd_kernel's rows of 8
+// slots a thread had taken 4096 x 2048 from 18.8-18.9 to 17.7-17.9 us and
+// 4096 x 4096 from 32.9-33.3 to 32.7-32.8.
 static const size_t kShortFwdMinCols = 1024; // rows wider than this ...
 static const size_t kShortFwdMaxCols = 4096; // ... and up to this
-
-// The threads an SM holds, for the architecture being compiled: 1024 on
-// sm_75; 2048 on sm_80, sm_90, sm_100 and sm_103; 1536 on the others (sm_86,
-// sm_87, sm_88, sm_89, sm_110, sm_120: the CUDA C++ Programming Guide's table
-// of compute capabilities), the safe guess for one not yet in the table.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-#define LN_SM_THREADS 1024
-#elif !defined(__CUDA_ARCH__) || __CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 900 || \
-    __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030
-#define LN_SM_THREADS 2048
-#else
-#define LN_SM_THREADS 1536
-#endif
 
 // The sum of v over the block's T threads, for every thread: warp sums,
 // then each thread adds the warps' in the same order. `red` (T / 32 floats
@@ -625,8 +624,8 @@ __device__ __forceinline__ float ln_block_sum(float v, float *red)
     return s;
 }
 
-template <int T>
-__global__ void __launch_bounds__(T, LN_SM_THREADS / T)
+template <int T, int S>
+__global__ void __launch_bounds__(T, FL_SM_THREADS / T * (S == 2 ? 3 : 2) / 4)
 layernorm_fwd_short_kernel(const float *__restrict__ x, const float *__restrict__ weight,
                            const float *__restrict__ bias, float *__restrict__ y,
                            float *__restrict__ mean, float *__restrict__ rstd, int cols,
@@ -635,16 +634,23 @@ layernorm_fwd_short_kernel(const float *__restrict__ x, const float *__restrict_
     __shared__ float red[2][T / 32];
     const size_t row = blockIdx.x;
     const size_t off = row * (size_t)cols;
-    float v[2][4];
+    float v[S][4], w[S][4], b[S][4];
 #pragma unroll
-    for (int k = 0; k < 2; ++k) ln_load(v[k], x + off, k, cols, vec4, true);
+    for (int k = 0; k < S; ++k) ln_load(v[k], x + off, k, cols, vec4, true);
+#pragma unroll
+    for (int k = 0; k < S; ++k) { // on their way while the row is reduced
+        ln_load(w[k], weight, k, cols, vec4, true);
+        ln_load(b[k], bias, k, cols, vec4, true);
+    }
 
-    float s = (v[0][0] + v[0][1]) + (v[0][2] + v[0][3]) + ((v[1][0] + v[1][1]) + (v[1][2] + v[1][3]));
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < S; ++k) s += (v[k][0] + v[k][1]) + (v[k][2] + v[k][3]);
     const float mu = ln_block_sum<T>(s, red[0]) / (float)cols;
 
     float q = 0.0f;
 #pragma unroll
-    for (int k = 0; k < 2; ++k)
+    for (int k = 0; k < S; ++k)
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
             const float d = v[k][j] - mu;
@@ -653,12 +659,10 @@ layernorm_fwd_short_kernel(const float *__restrict__ x, const float *__restrict_
     const float rs = rsqrtf(ln_block_sum<T>(q, red[1]) / (float)cols + eps);
 
 #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-        float w[4], b[4], o[4];
-        ln_load(w, weight, k, cols, vec4, true);
-        ln_load(b, bias, k, cols, vec4, true);
+    for (int k = 0; k < S; ++k) {
+        float o[4];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) o[j] = (v[k][j] - mu) * rs * w[j] + b[j];
+        for (int j = 0; j < 4; ++j) o[j] = (v[k][j] - mu) * rs * w[k][j] + b[k][j];
         ln_store(o, y + off, k, cols, vec4, true);
     }
     if (threadIdx.x == 0) {
@@ -667,7 +671,7 @@ layernorm_fwd_short_kernel(const float *__restrict__ x, const float *__restrict_
     }
 }
 
-// 1025-2048 columns: 256 threads a row, 2049-4096: 512. Shorter rows stay
+// 1025-2048 columns: 2 slots a thread, 2049-4096: 4. Shorter rows stay
 // with layernorm_fwd_kernel, several rows a block (at 513-1024 columns 128
 // threads a row here measured 5% slower on an H200), and so do longer ones
 // (8 slots a thread), and a grid past gridDim.x's 2^31 - 1 blocks.
@@ -679,11 +683,11 @@ static int fwd_launch_short(const float *x, const float *weight, const float *bi
     unsigned int r = (unsigned int)rows;
     int c = (int)cols;
     if (cols <= 2048)
-        layernorm_fwd_short_kernel<256><<<r, 256, 0, stream>>>(x, weight, bias, y, mean, rstd, c,
-                                                               eps, vec4);
+        layernorm_fwd_short_kernel<256, 2><<<r, 256, 0, stream>>>(x, weight, bias, y, mean, rstd,
+                                                                  c, eps, vec4);
     else
-        layernorm_fwd_short_kernel<512><<<r, 512, 0, stream>>>(x, weight, bias, y, mean, rstd, c,
-                                                               eps, vec4);
+        layernorm_fwd_short_kernel<256, 4><<<r, 256, 0, stream>>>(x, weight, bias, y, mean, rstd,
+                                                                  c, eps, vec4);
     return 1;
 }
 
