@@ -34,8 +34,7 @@
  * code; 2048 in host code): 1024 on sm_75; 2048 on sm_80, sm_90, sm_100 and
  * sm_103; 1536 on the others (sm_86, sm_87, sm_88, sm_89, sm_110, sm_120:
  * the CUDA C++ Programming Guide's table of compute capabilities), the safe
- * guess for one not yet in the table. For __launch_bounds__(T, blocks an
- * SM): FL_SM_THREADS / T blocks of T threads fill an SM. */
+ * guess for one not yet in the table. */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #define FL_SM_THREADS 1024
 #elif !defined(__CUDA_ARCH__) || __CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 900 || \
@@ -44,6 +43,15 @@
 #else
 #define FL_SM_THREADS 1536
 #endif
+
+/* Blocks of T threads that fill QUARTERS quarters of an SM's threads, at
+ * least 1 and at most 16 (the fewest blocks an SM holds on any architecture
+ * the course builds for): the second argument of __launch_bounds__(T, ...),
+ * with which ptxas keeps to 65536 / (blocks * T) registers a thread. */
+#define FL_SM_BLOCKS(T, QUARTERS)                                             \
+    (FL_SM_THREADS * (QUARTERS) / 4 / (T) > 16  ? 16                           \
+     : FL_SM_THREADS * (QUARTERS) / 4 / (T) > 0 ? FL_SM_THREADS * (QUARTERS) / 4 / (T) \
+                                                : 1)
 
 /* Prints "CUDA error <name> (<text>) at file:line in `call`" to stderr when
  * err is not cudaSuccess, and returns err unchanged. */

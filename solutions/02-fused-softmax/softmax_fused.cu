@@ -476,17 +476,8 @@ __global__ void __launch_bounds__(128)
 // 1024 threads, as Part A's kernel but with no slot loop) from 129.9 to
 // 128.3 and 259.8 to 257.9 us. Rows that are not aligned keep 8 floats a
 // thread up to 1024 (at 1823 x 781 sixteen were 3-5% slower).
-// Blocks of T threads an SM at V float4s a thread: all the SM's threads up
-// to 16 floats a thread, half of them at 32; at least one, at most 16 (the
-// fewest blocks an SM holds on any architecture the course builds for).
-#define SHORT_ROWS_THREADS(V) ((V) <= 4 ? FL_SM_THREADS : FL_SM_THREADS / 2)
-#define SHORT_ROWS_BLOCKS(T, V)                                                            \
-    (SHORT_ROWS_THREADS(V) / (T) > 16  ? 16                                                \
-     : SHORT_ROWS_THREADS(V) / (T) > 0 ? SHORT_ROWS_THREADS(V) / (T)                       \
-                                       : 1)
-
 template <int T, int V>
-__global__ void __launch_bounds__(T, SHORT_ROWS_BLOCKS(T, V))
+__global__ void __launch_bounds__(T, FL_SM_BLOCKS(T, V <= 4 ? 4 : 2)) // all or half the SM
     softmax_short_rows_kernel(const float *__restrict__ x, float *__restrict__ y, int cols,
                               int vec)
 {

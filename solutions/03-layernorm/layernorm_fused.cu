@@ -627,7 +627,7 @@ __device__ __forceinline__ float ln_block_sum(float v, float *red)
 }
 
 template <int T, int S>
-__global__ void __launch_bounds__(T, FL_SM_THREADS / T * (S == 2 ? 3 : 2) / 4)
+__global__ void __launch_bounds__(T, FL_SM_BLOCKS(T, S == 2 ? 3 : 2)) // 3/4 or 1/2 the SM
 layernorm_fwd_short_kernel(const float *__restrict__ x, const float *__restrict__ weight,
                            const float *__restrict__ bias, float *__restrict__ y,
                            float *__restrict__ mean, float *__restrict__ rstd, int cols,
